@@ -1,0 +1,114 @@
+#include <pybind11/stl.h>
+
+#include <string>
+
+#include "convert.hpp"
+#include "pgexact/kernels.hpp"
+#include "pgexact/ranking.hpp"
+
+namespace pgexact::bindings {
+namespace {
+
+Noise make_noise(const Arena& a, const CArray<double>& sigma, const CArray<std::uint8_t>& family) {
+  require_1d(sigma, a.n_features, "sigma");
+  require_1d(family, a.n_features, "noise");
+  Noise noise;
+  noise.sigma.assign(sigma.data(), sigma.data() + a.n_features);
+  for (std::int64_t j = 0; j < a.n_features; ++j) {
+    if (family.data()[j] > 2) throw std::invalid_argument("noise: unknown family code");
+    noise.family.push_back(static_cast<NoiseFamily>(family.data()[j]));
+  }
+  noise.validate(a.n_features);
+  return noise;
+}
+
+Pruning pruning_of(bool reference) { return reference ? Pruning::None : Pruning::Full; }
+
+}  // namespace
+
+void register_kernels(py::module_& m) {
+  m.def(
+      "pg2",
+      [](const Arena& a, const CArray<double>& X, const CArray<std::uint8_t>& mask, const CArray<double>& sigma,
+         const CArray<std::uint8_t>& family, int n_threads, bool reference) {
+        require_2d(X, a.n_features, "X");
+        const std::int64_t n = X.shape(0);
+        bool per_row = false;
+        if (mask.ndim() == 2) {
+          require_2d(mask, a.n_features, "features");
+          if (mask.shape(0) != n) throw std::invalid_argument("features: mask must have one row per row of X");
+          per_row = true;
+        } else {
+          require_1d(mask, a.n_features, "features");
+        }
+        const Noise noise = make_noise(a, sigma, family);
+        py::array_t<double> out(n);
+        const double* x = X.data();
+        const std::uint8_t* mk = mask.data();
+        double* o = out.mutable_data();
+        {
+          // Safe: inputs are converted, contiguous arrays kept alive by this frame, the arena
+          // is immutable, and the kernel touches no Python object.
+          py::gil_scoped_release release;
+          pg2_batch(a, noise, x, n, mk, per_row, n_threads, pruning_of(reference), o);
+        }
+        return out;
+      },
+      py::arg("arena"), py::arg("X"), py::arg("mask"), py::arg("sigma"), py::arg("family"),
+      py::arg("n_threads") = 0, py::arg("reference") = false);
+
+  m.def(
+      "pg2_curve",
+      [](const Arena& a, const CArray<double>& X, const CArray<std::int64_t>& ranking, std::int64_t n_steps,
+         const CArray<double>& sigma, const CArray<std::uint8_t>& family, int n_threads, bool reference) {
+        require_2d(X, a.n_features, "X");
+        const std::int64_t n = X.shape(0);
+        bool per_row = false;
+        if (ranking.ndim() == 2) {
+          require_2d(ranking, a.n_features, "ranking");
+          if (ranking.shape(0) != n) throw std::invalid_argument("ranking: must have one row per row of X");
+          per_row = true;
+        } else {
+          require_1d(ranking, a.n_features, "ranking");
+        }
+        if (n_steps < 0) n_steps = a.n_features;
+        const Noise noise = make_noise(a, sigma, family);
+        py::array_t<double> out({n, n_steps});
+        const double* x = X.data();
+        const std::int64_t* rk = ranking.data();
+        double* o = out.mutable_data();
+        {
+          py::gil_scoped_release release;  // same reasoning as pg2
+          pg2_curve_batch(a, noise, x, n, rk, per_row, n_steps, n_threads, pruning_of(reference), o);
+        }
+        return out;
+      },
+      py::arg("arena"), py::arg("X"), py::arg("ranking"), py::arg("n_steps"), py::arg("sigma"), py::arg("family"),
+      py::arg("n_threads") = 0, py::arg("reference") = false);
+
+  m.def(
+      "greedy_rank",
+      [](const Arena& a, const CArray<double>& X, const CArray<double>& sigma, const CArray<std::uint8_t>& family,
+         int n_threads, bool reference) {
+        require_2d(X, a.n_features, "X");
+        const std::int64_t n = X.shape(0);
+        const std::int64_t d = a.n_features;
+        const Noise noise = make_noise(a, sigma, family);
+        py::array_t<std::int64_t> ranking({n, d});
+        py::array_t<double> curve({n, d});
+        const double* x = X.data();
+        std::int64_t* r = ranking.mutable_data();
+        double* c = curve.mutable_data();
+        {
+          py::gil_scoped_release release;  // same reasoning as pg2
+          greedy_rank_batch(a, noise, x, n, n_threads, pruning_of(reference), r, c);
+        }
+        return py::make_tuple(ranking, curve);
+      },
+      py::arg("arena"), py::arg("X"), py::arg("sigma"), py::arg("family"), py::arg("n_threads") = 0,
+      py::arg("reference") = false);
+
+  m.def("max_threads", []() { return resolve_threads(0); });
+}
+
+}  // namespace pgexact::bindings

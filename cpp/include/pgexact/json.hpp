@@ -1,0 +1,43 @@
+// A small read-only JSON / UBJSON document model, enough for XGBoost's model files.
+//
+// Arrays whose elements are all numbers (or booleans) are stored packed as doubles, so a
+// model with 10^5 nodes costs a few flat vectors rather than 10^6 heap objects.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace pgexact {
+
+class JsonValue {
+ public:
+  enum class Type : std::uint8_t { Null, Bool, Number, String, Array, Object };
+
+  Type type = Type::Null;
+  double number = 0.0;                                     // Number, Bool (0 / 1)
+  bool is_integer = false;                                  // Number written without . or e
+  std::string string;                                       // String
+  std::vector<double> numbers;                              // Array of numbers (packed)
+  std::vector<JsonValue> items;                             // Array of anything else
+  std::vector<std::pair<std::string, JsonValue>> members;   // Object, in file order
+
+  bool is_object() const { return type == Type::Object; }
+  bool is_array() const { return type == Type::Array; }
+  std::size_t size() const { return items.empty() ? numbers.size() : items.size(); }
+
+  // Member lookup; nullptr when absent (or when this is not an object).
+  const JsonValue* find(std::string_view key) const;
+  // Member lookup that throws ModelError("missing field <path>") when absent.
+  const JsonValue& at(std::string_view key, std::string_view path) const;
+};
+
+// Parses text JSON. Throws ModelError with the byte offset on malformed input.
+JsonValue parse_json(std::string_view text);
+
+// Parses Universal Binary JSON as written by XGBoost (`.ubj`, `save_raw("ubj")`).
+JsonValue parse_ubjson(std::string_view bytes);
+
+}  // namespace pgexact

@@ -1,0 +1,382 @@
+#include "pgexact/json.hpp"
+
+#include <charconv>
+#include <cstring>
+#include <string>
+
+#include "pgexact/arena.hpp"  // ModelError
+
+namespace pgexact {
+namespace {
+
+// Model files nest about six levels deep; anything far deeper is hostile, and refusing it keeps
+// the recursive descent well inside the stack.
+constexpr int kMaxNesting = 128;
+// No declared container may claim more elements than there are bytes left to hold them.
+constexpr std::uint64_t kMaxElements = std::uint64_t{1} << 31;
+
+[[noreturn]] void fail_at(std::size_t pos, const std::string& what) {
+  throw ModelError("malformed model file at byte " + std::to_string(pos) + ": " + what);
+}
+
+// Adds a parsed element to an array, keeping all-number arrays packed.
+void append(JsonValue& array, JsonValue&& v) {
+  const bool numeric = v.type == JsonValue::Type::Number || v.type == JsonValue::Type::Bool;
+  if (array.items.empty() && numeric) {
+    array.numbers.push_back(v.number);
+    return;
+  }
+  if (array.items.empty() && !array.numbers.empty()) {
+    for (double d : array.numbers) {
+      JsonValue n;
+      n.type = JsonValue::Type::Number;
+      n.number = d;
+      array.items.push_back(std::move(n));
+    }
+    array.numbers.clear();
+  }
+  array.items.push_back(std::move(v));
+}
+
+class TextParser {
+ public:
+  explicit TextParser(std::string_view s) : s_(s) {}
+
+  JsonValue parse_document() {
+    JsonValue v = parse_value(0);
+    skip_ws();
+    if (pos_ != s_.size()) fail_at(pos_, "trailing characters after the document");
+    return v;
+  }
+
+ private:
+  std::string_view s_;
+  std::size_t pos_ = 0;
+
+  void skip_ws() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) ++pos_;
+  }
+  char peek() {
+    skip_ws();
+    if (pos_ >= s_.size()) fail_at(pos_, "unexpected end of input");
+    return s_[pos_];
+  }
+  void expect(char c) {
+    if (peek() != c) fail_at(pos_, std::string("expected '") + c + "'");
+    ++pos_;
+  }
+  bool literal(std::string_view word) {
+    if (s_.substr(pos_, word.size()) == word) {
+      pos_ += word.size();
+      return true;
+    }
+    return false;
+  }
+
+  JsonValue parse_value(int depth) {
+    if (depth > kMaxNesting) fail_at(pos_, "nesting deeper than 128 levels");
+    JsonValue v;
+    const char c = peek();
+    if (c == '{') {
+      ++pos_;
+      v.type = JsonValue::Type::Object;
+      if (peek() == '}') { ++pos_; return v; }
+      while (true) {
+        if (peek() != '"') fail_at(pos_, "expected a string key");
+        std::string key = parse_string();
+        expect(':');
+        JsonValue member = parse_value(depth + 1);
+        v.members.emplace_back(std::move(key), std::move(member));
+        const char d = peek();
+        ++pos_;
+        if (d == '}') break;
+        if (d != ',') fail_at(pos_ - 1, "expected ',' or '}'");
+      }
+    } else if (c == '[') {
+      ++pos_;
+      v.type = JsonValue::Type::Array;
+      if (peek() == ']') { ++pos_; return v; }
+      while (true) {
+        append(v, parse_value(depth + 1));
+        const char d = peek();
+        ++pos_;
+        if (d == ']') break;
+        if (d != ',') fail_at(pos_ - 1, "expected ',' or ']'");
+      }
+    } else if (c == '"') {
+      v.type = JsonValue::Type::String;
+      v.string = parse_string();
+    } else if (literal("true")) {
+      v.type = JsonValue::Type::Bool;
+      v.number = 1.0;
+    } else if (literal("false")) {
+      v.type = JsonValue::Type::Bool;
+    } else if (literal("null")) {
+      v.type = JsonValue::Type::Null;
+    } else {
+      parse_number(v);
+    }
+    return v;
+  }
+
+  void parse_number(JsonValue& v) {
+    const std::size_t start = pos_;
+    bool integer = true;
+    while (pos_ < s_.size()) {
+      const char c = s_[pos_];
+      if ((c >= '0' && c <= '9') || c == '-' || c == '+') {
+        ++pos_;
+      } else if (c == '.' || c == 'e' || c == 'E') {
+        integer = false;
+        ++pos_;
+      } else {
+        break;
+      }
+    }
+    if (start == pos_) fail_at(pos_, "unexpected character");
+    double d = 0.0;
+    const char* first = s_.data() + start;
+    const char* last = s_.data() + pos_;
+    if (*first == '+') fail_at(start, "malformed number");
+    const auto res = std::from_chars(first, last, d);
+    if (res.ec == std::errc::result_out_of_range) {
+      // Overflow to +-inf is reported; the model validation rejects non-finite values later.
+      d = (*first == '-') ? -HUGE_VAL : HUGE_VAL;
+    } else if (res.ec != std::errc() || res.ptr != last) {
+      fail_at(start, "malformed number");
+    }
+    v.type = JsonValue::Type::Number;
+    v.number = d;
+    v.is_integer = integer;
+  }
+
+  std::string parse_string() {
+    expect('"');
+    std::string out;
+    while (true) {
+      if (pos_ >= s_.size()) fail_at(pos_, "unterminated string");
+      const char c = s_[pos_++];
+      if (c == '"') break;
+      if (c != '\\') {
+        out.push_back(c);
+        continue;
+      }
+      if (pos_ >= s_.size()) fail_at(pos_, "unterminated escape");
+      const char e = s_[pos_++];
+      switch (e) {
+        case '"': out.push_back('"'); break;
+        case '\\': out.push_back('\\'); break;
+        case '/': out.push_back('/'); break;
+        case 'b': out.push_back('\b'); break;
+        case 'f': out.push_back('\f'); break;
+        case 'n': out.push_back('\n'); break;
+        case 'r': out.push_back('\r'); break;
+        case 't': out.push_back('\t'); break;
+        case 'u': {
+          if (pos_ + 4 > s_.size()) fail_at(pos_, "short \\u escape");
+          unsigned code = 0;
+          for (int k = 0; k < 4; ++k) {
+            const char h = s_[pos_++];
+            code <<= 4;
+            if (h >= '0' && h <= '9') code |= static_cast<unsigned>(h - '0');
+            else if (h >= 'a' && h <= 'f') code |= static_cast<unsigned>(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F') code |= static_cast<unsigned>(h - 'A' + 10);
+            else fail_at(pos_ - 1, "bad \\u escape");
+          }
+          // Feature names are the only strings we keep; encode the code unit as UTF-8
+          // (surrogate pairs are kept as two 3-byte units, which is enough for a name).
+          if (code < 0x80) {
+            out.push_back(static_cast<char>(code));
+          } else if (code < 0x800) {
+            out.push_back(static_cast<char>(0xC0 | (code >> 6)));
+            out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+          } else {
+            out.push_back(static_cast<char>(0xE0 | (code >> 12)));
+            out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
+            out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+          }
+          break;
+        }
+        default: fail_at(pos_ - 1, "bad escape");
+      }
+    }
+    return out;
+  }
+};
+
+class UbjParser {
+ public:
+  explicit UbjParser(std::string_view s) : s_(s) {}
+
+  JsonValue parse_document() {
+    JsonValue v = parse_value(next(), 0);
+    if (pos_ != s_.size()) fail_at(pos_, "trailing bytes after the document");
+    return v;
+  }
+
+ private:
+  std::string_view s_;
+  std::size_t pos_ = 0;
+
+  char next() {
+    if (pos_ >= s_.size()) fail_at(pos_, "unexpected end of input");
+    return s_[pos_++];
+  }
+  void need(std::size_t n) {
+    if (s_.size() - pos_ < n) fail_at(pos_, "unexpected end of input");
+  }
+  // UBJSON numbers are big-endian.
+  template <typename T>
+  T read_be() {
+    need(sizeof(T));
+    unsigned char b[sizeof(T)];
+    for (std::size_t k = 0; k < sizeof(T); ++k) b[sizeof(T) - 1 - k] = static_cast<unsigned char>(s_[pos_ + k]);
+    pos_ += sizeof(T);
+    T out;
+    std::memcpy(&out, b, sizeof(T));
+    return out;
+  }
+
+  static bool is_numeric_marker(char m) {
+    return m == 'i' || m == 'U' || m == 'I' || m == 'l' || m == 'L' || m == 'd' || m == 'D';
+  }
+
+  double read_number(char marker, bool* integer) {
+    *integer = true;
+    switch (marker) {
+      case 'i': return static_cast<double>(read_be<std::int8_t>());
+      case 'U': return static_cast<double>(read_be<std::uint8_t>());
+      case 'I': return static_cast<double>(read_be<std::int16_t>());
+      case 'l': return static_cast<double>(read_be<std::int32_t>());
+      case 'L': return static_cast<double>(read_be<std::int64_t>());
+      case 'd': *integer = false; return static_cast<double>(read_be<float>());
+      case 'D': *integer = false; return read_be<double>();
+      default: fail_at(pos_ - 1, "expected a number");
+    }
+  }
+
+  std::uint64_t read_count() {
+    bool integer = true;
+    const double n = read_number(next(), &integer);
+    if (!integer || n < 0 || n > static_cast<double>(kMaxElements)) fail_at(pos_, "invalid length");
+    return static_cast<std::uint64_t>(n);
+  }
+
+  std::string read_string_body() {
+    const std::uint64_t n = read_count();
+    need(n);
+    std::string out(s_.substr(pos_, n));
+    pos_ += n;
+    return out;
+  }
+
+  JsonValue parse_value(char marker, int depth) {
+    if (depth > kMaxNesting) fail_at(pos_, "nesting deeper than 128 levels");
+    JsonValue v;
+    switch (marker) {
+      case 'Z': v.type = JsonValue::Type::Null; return v;
+      case 'T': v.type = JsonValue::Type::Bool; v.number = 1.0; return v;
+      case 'F': v.type = JsonValue::Type::Bool; return v;
+      case 'S': v.type = JsonValue::Type::String; v.string = read_string_body(); return v;
+      case 'C': v.type = JsonValue::Type::String; v.string = std::string(1, next()); return v;
+      case '[': parse_array(v, depth); return v;
+      case '{': parse_object(v, depth); return v;
+      default:
+        if (!is_numeric_marker(marker)) fail_at(pos_ - 1, "unknown type marker");
+        v.type = JsonValue::Type::Number;
+        v.number = read_number(marker, &v.is_integer);
+        return v;
+    }
+  }
+
+  // Optional "$<type>" and "#<count>" headers of an optimised container.
+  void read_container_header(char* type, std::int64_t* count) {
+    *type = 0;
+    *count = -1;
+    need(1);
+    if (s_[pos_] == '$') {
+      ++pos_;
+      *type = next();
+      need(1);
+      if (s_[pos_] != '#') fail_at(pos_, "typed container without a count");
+    }
+    if (s_[pos_] == '#') {
+      ++pos_;
+      *count = static_cast<std::int64_t>(read_count());
+      // Even zero-byte elements (null, true, false) cannot outnumber the file's bytes in a
+      // model we write; a larger count is a memory bomb, not a model.
+      if (static_cast<std::uint64_t>(*count) > s_.size()) fail_at(pos_, "container longer than the file");
+    }
+  }
+
+  void parse_array(JsonValue& v, int depth) {
+    v.type = JsonValue::Type::Array;
+    char type = 0;
+    std::int64_t count = -1;
+    read_container_header(&type, &count);
+    if (count >= 0) {
+      if (type != 0 && is_numeric_marker(type)) {
+        // A typed numeric array: at least one byte per element must still be there.
+        need(static_cast<std::size_t>(count));
+        v.numbers.reserve(static_cast<std::size_t>(count));
+        bool integer = true;
+        for (std::int64_t k = 0; k < count; ++k) v.numbers.push_back(read_number(type, &integer));
+        return;
+      }
+      for (std::int64_t k = 0; k < count; ++k) append(v, parse_value(type != 0 ? type : next(), depth + 1));
+      return;
+    }
+    while (true) {
+      const char m = next();
+      if (m == ']') return;
+      append(v, parse_value(m, depth + 1));
+    }
+  }
+
+  void parse_object(JsonValue& v, int depth) {
+    v.type = JsonValue::Type::Object;
+    char type = 0;
+    std::int64_t count = -1;
+    read_container_header(&type, &count);
+    if (count >= 0) {
+      need(static_cast<std::size_t>(count));
+      for (std::int64_t k = 0; k < count; ++k) {
+        std::string key = read_string_body();
+        v.members.emplace_back(std::move(key), parse_value(type != 0 ? type : next(), depth + 1));
+      }
+      return;
+    }
+    while (true) {
+      need(1);
+      if (s_[pos_] == '}') {
+        ++pos_;
+        return;
+      }
+      std::string key = read_string_body();
+      v.members.emplace_back(std::move(key), parse_value(next(), depth + 1));
+    }
+  }
+};
+
+}  // namespace
+
+const JsonValue* JsonValue::find(std::string_view key) const {
+  for (const auto& [k, v] : members) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+const JsonValue& JsonValue::at(std::string_view key, std::string_view path) const {
+  const JsonValue* v = find(key);
+  if (v == nullptr) {
+    throw ModelError("malformed model file: missing field " + std::string(path) + "." + std::string(key));
+  }
+  return *v;
+}
+
+JsonValue parse_json(std::string_view text) { return TextParser(text).parse_document(); }
+
+JsonValue parse_ubjson(std::string_view bytes) { return UbjParser(bytes).parse_document(); }
+
+}  // namespace pgexact

@@ -1,0 +1,328 @@
+#include "pgexact/xgboost_parser.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "pgexact/json.hpp"
+
+namespace pgexact {
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw ModelError("XGBoost model: " + what); }
+
+const JsonValue& member(const JsonValue& obj, std::string_view key, std::string_view path) {
+  if (!obj.is_object()) fail(std::string(path) + " is not an object");
+  return obj.at(key, path);
+}
+
+const std::vector<double>& numbers(const JsonValue& obj, std::string_view key, std::string_view path,
+                                   std::size_t expected) {
+  const JsonValue& v = member(obj, key, path);
+  if (!v.is_array() || !v.items.empty()) fail(std::string(path) + "." + std::string(key) + " is not a numeric array");
+  if (expected != SIZE_MAX && v.numbers.size() != expected) {
+    fail(std::string(path) + "." + std::string(key) + " has " + std::to_string(v.numbers.size()) +
+         " entries, expected " + std::to_string(expected));
+  }
+  return v.numbers;
+}
+
+// XGBoost writes its parameters as strings ("8", "5E-1", "[5E-1,2E-1]").
+std::string param_string(const JsonValue& obj, std::string_view key, std::string_view path) {
+  const JsonValue& v = member(obj, key, path);
+  if (v.type == JsonValue::Type::String) return v.string;
+  if (v.type == JsonValue::Type::Number) return std::to_string(v.number);
+  fail(std::string(path) + "." + std::string(key) + " is not a string");
+}
+
+std::int64_t parse_int(const std::string& s, std::string_view what) {
+  std::int64_t out = 0;
+  const auto res = std::from_chars(s.data(), s.data() + s.size(), out);
+  if (res.ec != std::errc() || res.ptr != s.data() + s.size()) fail(std::string(what) + " is not an integer: '" + s + "'");
+  return out;
+}
+
+// "5E-1", "[5E-1]" or "[1E0,2E0]" -> the float32 values XGBoost stores.
+std::vector<double> parse_float_list(std::string s) {
+  std::vector<double> out;
+  std::size_t pos = 0;
+  if (!s.empty() && s.front() == '[') {
+    if (s.back() != ']') fail("base_score '" + s + "' is malformed");
+    s = s.substr(1, s.size() - 2);
+  }
+  while (pos <= s.size()) {
+    std::size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    double d = 0.0;
+    const char* first = s.data() + pos;
+    const char* last = s.data() + end;
+    while (first < last && *first == ' ') ++first;
+    const auto res = std::from_chars(first, last, d);
+    if (res.ec != std::errc() || res.ptr != last) fail("base_score '" + s + "' is malformed");
+    out.push_back(static_cast<double>(static_cast<float>(d)));
+    pos = end + 1;
+  }
+  return out;
+}
+
+// XGBoost's ProbToMargin: base_score is stored in the objective's output space.
+double link(const std::string& objective, double b) {
+  if (objective == "binary:logistic" || objective == "reg:logistic") {
+    if (!(b > 0.0 && b < 1.0)) fail("base_score must be in (0, 1) for " + objective);
+    return std::log(b / (1.0 - b));
+  }
+  if (objective == "count:poisson" || objective == "reg:gamma" || objective == "reg:tweedie" ||
+      objective == "survival:cox" || objective == "survival:aft") {
+    if (!(b > 0.0)) fail("base_score must be positive for " + objective);
+    return std::log(b);
+  }
+  if (objective == "reg:squarederror" || objective == "reg:squaredlogerror" ||
+      objective == "reg:pseudohubererror" || objective == "reg:absoluteerror" ||
+      objective == "reg:quantileerror" || objective == "reg:linear" || objective == "binary:logitraw" ||
+      objective == "binary:hinge" || objective == "multi:softmax" || objective == "multi:softprob" ||
+      objective.rfind("rank:", 0) == 0) {
+    return b;
+  }
+  fail("objective '" + objective + "' is not supported (unknown base_score link)");
+}
+
+std::vector<std::string> string_list(const JsonValue* v) {
+  std::vector<std::string> out;
+  if (v == nullptr || !v->is_array()) return out;
+  for (const JsonValue& item : v->items) {
+    if (item.type != JsonValue::Type::String) fail("feature names must be strings");
+    out.push_back(item.string);
+  }
+  return out;
+}
+
+TreeInput parse_tree(const JsonValue& tree, std::size_t index, std::int32_t n_features) {
+  const std::string path = "trees[" + std::to_string(index) + "]";
+  const JsonValue& param = member(tree, "tree_param", path);
+  const std::int64_t n = parse_int(param_string(param, "num_nodes", path + ".tree_param"), "num_nodes");
+  if (n <= 0 || n > kMaxNodes) fail(path + " has an invalid num_nodes");
+  if (const JsonValue* leaf = param.find("size_leaf_vector")) {
+    const std::string s = leaf->type == JsonValue::Type::String ? leaf->string : std::to_string(leaf->number);
+    if (leaf->type == JsonValue::Type::String ? parse_int(s, "size_leaf_vector") > 1 : leaf->number > 1) {
+      fail("vector-leaf trees (multi_strategy='multi_output_tree') are not supported");
+    }
+  }
+  const auto un = static_cast<std::size_t>(n);
+  const auto& left = numbers(tree, "left_children", path, un);
+  const auto& right = numbers(tree, "right_children", path, un);
+  const auto& cond = numbers(tree, "split_conditions", path, un);
+  const auto& index_of = numbers(tree, "split_indices", path, un);
+  const auto& def = numbers(tree, "default_left", path, un);
+
+  TreeInput t;
+  t.left.resize(un);
+  t.right.resize(un);
+  t.feature.resize(un);
+  t.threshold.resize(un);
+  t.value.resize(un);
+  t.default_left.resize(un);
+  auto as_id = [&](double d, const char* what) {
+    if (!(d >= -1.0 && d < static_cast<double>(n)) || d != std::floor(d)) {
+      fail(path + " has an invalid " + std::string(what));
+    }
+    return static_cast<std::int32_t>(d);
+  };
+  for (std::size_t k = 0; k < un; ++k) {
+    t.left[k] = as_id(left[k], "left child");
+    t.right[k] = as_id(right[k], "right child");
+    const double f = index_of[k];
+    if (!(f >= 0.0 && f < static_cast<double>(n_features)) || f != std::floor(f)) {
+      // Leaves carry a split index too (0); only inner nodes must be valid.
+      if (t.left[k] != -1) fail(path + " splits on a feature outside [0, num_feature)");
+      t.feature[k] = 0;
+    } else {
+      t.feature[k] = static_cast<std::int32_t>(f);
+    }
+    // XGBoost holds split values and leaf values as float32.
+    const double c = static_cast<double>(static_cast<float>(cond[k]));
+    if (!std::isfinite(c) && std::isfinite(cond[k])) fail(path + " has a value outside float32 range");
+    t.threshold[k] = c;
+    t.value[k] = c;
+    t.default_left[k] = def[k] != 0.0 ? 1 : 0;
+  }
+
+  // Categorical splits: split_type 1, categories listed per node in segments.
+  if (const JsonValue* split_type = tree.find("split_type")) {
+    const auto& types = numbers(tree, "split_type", path, un);
+    (void)split_type;
+    bool any = false;
+    for (double s : types) any = any || s != 0.0;
+    if (any) {
+      const auto& nodes = numbers(tree, "categories_nodes", path, SIZE_MAX);
+      const auto& segments = numbers(tree, "categories_segments", path, nodes.size());
+      const auto& sizes = numbers(tree, "categories_sizes", path, nodes.size());
+      const auto& cats = numbers(tree, "categories", path, SIZE_MAX);
+      for (std::size_t k = 0; k < nodes.size(); ++k) {
+        const std::int32_t node = as_id(nodes[k], "categorical node");
+        if (node < 0 || types[node] == 0.0) fail(path + " lists categories for a numeric node");
+        const double b = segments[k];
+        const double s = sizes[k];
+        if (!(b >= 0 && s >= 0 && b + s <= static_cast<double>(cats.size())) || b != std::floor(b) || s != std::floor(s)) {
+          fail(path + " has an invalid category segment");
+        }
+        std::vector<std::uint32_t> bits;
+        for (auto c = static_cast<std::size_t>(b); c < static_cast<std::size_t>(b + s); ++c) {
+          const double cat = cats[c];
+          if (!(cat >= 0.0 && cat < static_cast<double>(kMaxCategory)) || cat != std::floor(cat)) {
+            fail(path + " has an invalid category value");
+          }
+          const auto cu = static_cast<std::size_t>(cat);
+          if (bits.size() <= cu / 32) bits.resize(cu / 32 + 1, 0u);
+          bits[cu / 32] |= 1u << (cu % 32);
+        }
+        t.cat_nodes.push_back(node);
+        t.cat_bitsets.push_back(std::move(bits));
+      }
+      for (std::size_t k = 0; k < un; ++k) {
+        if (types[k] != 0.0 && t.left[k] != -1) {
+          bool listed = false;
+          for (std::int32_t c : t.cat_nodes) listed = listed || c == static_cast<std::int32_t>(k);
+          if (!listed) fail(path + " has a categorical node without categories");
+        }
+      }
+    }
+  }
+  return t;
+}
+
+bool looks_like_text_json(std::string_view bytes) {
+  for (char c : bytes) {
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    if (c != '{') return false;
+    break;
+  }
+  // Text JSON: '{' then whitespace, '"' or '}'. UBJSON: '{' then a type marker.
+  std::size_t k = bytes.find('{');
+  if (k == std::string_view::npos) return false;
+  for (++k; k < bytes.size(); ++k) {
+    const char c = bytes[k];
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    return c == '"' || c == '}';
+  }
+  return false;
+}
+
+}  // namespace
+
+ModelInput parse_xgboost_json(std::string_view bytes, std::int64_t n_iterations, XGBoostModelInfo* info) {
+  if (bytes.empty()) fail("empty input");
+  const JsonValue doc = looks_like_text_json(bytes) ? parse_json(bytes) : parse_ubjson(bytes);
+  XGBoostModelInfo meta;
+  if (const JsonValue* version = doc.find("version")) {
+    meta.version.assign(version->numbers.begin(), version->numbers.end());
+  }
+  const JsonValue& learner = member(doc, "learner", "model");
+  meta.feature_names = string_list(learner.find("feature_names"));
+  meta.feature_types = string_list(learner.find("feature_types"));
+
+  const JsonValue& lparam = member(learner, "learner_model_param", "learner");
+  const std::int64_t num_feature = parse_int(param_string(lparam, "num_feature", "learner_model_param"), "num_feature");
+  if (num_feature <= 0 || num_feature > kMaxFeatures) fail("num_feature is out of range");
+  const std::int64_t num_class = parse_int(param_string(lparam, "num_class", "learner_model_param"), "num_class");
+  std::int64_t num_target = 1;
+  if (lparam.find("num_target") != nullptr) {
+    num_target = parse_int(param_string(lparam, "num_target", "learner_model_param"), "num_target");
+  }
+  if (num_class < 0 || num_class > 1000000 || num_target < 1 || num_target > 1000000) fail("num_class / num_target out of range");
+  meta.num_class = static_cast<std::int32_t>(num_class);
+  meta.n_outputs = static_cast<std::int32_t>(std::max<std::int64_t>({num_class, num_target, 1}));
+  if (!meta.feature_names.empty() && meta.feature_names.size() != static_cast<std::size_t>(num_feature)) {
+    fail("feature_names has " + std::to_string(meta.feature_names.size()) + " entries, num_feature is " +
+         std::to_string(num_feature));
+  }
+
+  const JsonValue& objective = member(learner, "objective", "learner");
+  const JsonValue& obj_name = member(objective, "name", "learner.objective");
+  if (obj_name.type != JsonValue::Type::String) fail("objective name is not a string");
+  meta.objective = obj_name.string;
+
+  const JsonValue& booster = member(learner, "gradient_booster", "learner");
+  const JsonValue& bname = member(booster, "name", "gradient_booster");
+  if (bname.type != JsonValue::Type::String) fail("booster name is not a string");
+  meta.booster = bname.string;
+  const JsonValue* gbtree = &booster;
+  const std::vector<double>* weight_drop = nullptr;
+  if (meta.booster == "dart") {
+    gbtree = &member(booster, "gbtree", "gradient_booster");
+    weight_drop = &numbers(booster, "weight_drop", "gradient_booster", SIZE_MAX);
+  } else if (meta.booster == "gblinear") {
+    fail("gblinear models have no trees; pgexact needs a tree booster");
+  } else if (meta.booster != "gbtree") {
+    fail("unknown booster '" + meta.booster + "'");
+  }
+  const JsonValue& model = member(*gbtree, "model", "gbtree");
+  const JsonValue& trees = member(model, "trees", "gbtree.model");
+  if (!trees.is_array() || !trees.numbers.empty()) fail("gbtree.model.trees is not an array of trees");
+  const std::size_t n_trees = trees.items.size();
+  const auto& tree_info = numbers(model, "tree_info", "gbtree.model", n_trees);
+  if (weight_drop != nullptr && weight_drop->size() != n_trees) fail("weight_drop length differs from the number of trees");
+
+  // iteration_indptr[i] .. [i+1] are the trees of boosting round i (absent in old files:
+  // then every round has the same number of trees, num_parallel_tree * outputs).
+  std::vector<std::size_t> indptr;
+  if (const JsonValue* ip = model.find("iteration_indptr")) {
+    if (!ip->items.empty()) fail("iteration_indptr is not numeric");
+    for (double d : ip->numbers) {
+      if (!(d >= 0 && d <= static_cast<double>(n_trees)) || d != std::floor(d)) fail("iteration_indptr is out of range");
+      if (!indptr.empty() && d < static_cast<double>(indptr.back())) fail("iteration_indptr is not increasing");
+      indptr.push_back(static_cast<std::size_t>(d));
+    }
+    if (indptr.empty() || indptr.front() != 0 || indptr.back() != n_trees) fail("iteration_indptr does not cover the trees");
+  } else {
+    std::int64_t per_round = meta.n_outputs;
+    if (const JsonValue* gp = model.find("gbtree_model_param")) {
+      if (gp->find("num_parallel_tree") != nullptr) {
+        per_round *= std::max<std::int64_t>(1, parse_int(param_string(*gp, "num_parallel_tree", "gbtree_model_param"), "num_parallel_tree"));
+      }
+    }
+    for (std::size_t k = 0; k <= n_trees; k += static_cast<std::size_t>(per_round)) indptr.push_back(k);
+    if (indptr.back() != n_trees) indptr.push_back(n_trees);
+  }
+  meta.n_iterations = static_cast<std::int64_t>(indptr.size()) - 1;
+  if (const JsonValue* attrs = learner.find("attributes")) {
+    if (const JsonValue* best = attrs->find("best_iteration")) {
+      if (best->type == JsonValue::Type::String) meta.best_iteration = parse_int(best->string, "best_iteration");
+    }
+  }
+  std::size_t use_trees = n_trees;
+  if (n_iterations >= 0) {
+    if (n_iterations > meta.n_iterations) {
+      fail("asked for " + std::to_string(n_iterations) + " iterations, the model has " + std::to_string(meta.n_iterations));
+    }
+    use_trees = indptr[static_cast<std::size_t>(n_iterations)];
+  }
+
+  ModelInput input;
+  input.n_features = static_cast<std::int32_t>(num_feature);
+  input.op = SplitOp::Less;
+  input.input_float32 = true;
+  input.category_rule = CategoryRule::XGBoost;
+
+  std::vector<double> base = parse_float_list(param_string(lparam, "base_score", "learner_model_param"));
+  if (base.size() == 1 && meta.n_outputs > 1) base.assign(static_cast<std::size_t>(meta.n_outputs), base[0]);
+  if (base.size() != static_cast<std::size_t>(meta.n_outputs)) fail("base_score has the wrong number of values");
+  for (double& b : base) b = link(meta.objective, b);
+  input.base_score = std::move(base);
+
+  input.trees.reserve(use_trees);
+  for (std::size_t k = 0; k < use_trees; ++k) {
+    TreeInput t = parse_tree(trees.items[k], k, input.n_features);
+    const double out = tree_info[k];
+    if (!(out >= 0 && out < meta.n_outputs) || out != std::floor(out)) fail("tree_info has an output out of range");
+    t.output = static_cast<std::int32_t>(out);
+    // DART scales each tree's leaves by its weight at prediction time.
+    if (weight_drop != nullptr) t.weight = static_cast<double>(static_cast<float>((*weight_drop)[k]));
+    input.trees.push_back(std::move(t));
+  }
+  if (info != nullptr) *info = std::move(meta);
+  return input;
+}
+
+}  // namespace pgexact

@@ -1,0 +1,25 @@
+"""pgexact: exact perturbation-based faithfulness metrics for tree ensembles.
+
+>>> import pgexact
+>>> pgexact.pgi2(model, X, sigma=0.3)          # exact PGI² of the greedy ranking, per row
+>>> pgexact.pg2(model, X, features=[0, 3])     # exact E[(f(x') - f(x))²], features 0 and 3 noised
+"""
+
+from __future__ import annotations
+
+from ._adapters import load
+from ._api import pg2, pg2_curve, pgi2, pgu2, rank
+from .ensemble import TreeEnsemble
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "TreeEnsemble",
+    "__version__",
+    "load",
+    "pg2",
+    "pg2_curve",
+    "pgi2",
+    "pgu2",
+    "rank",
+]

@@ -1,0 +1,217 @@
+"""Argument validation: every public function checks its arguments here, in one place.
+
+Each checker returns the canonical form the C++ core expects (contiguous float64 / int64 /
+uint8 arrays) or raises ``ValueError`` / ``TypeError`` naming the argument and what was expected.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .ensemble import TreeEnsemble
+
+NOISE_FAMILIES = {"normal": 0, "gaussian": 0, "uniform": 1, "laplace": 2}
+
+
+def _is_dataframe(X: Any) -> bool:
+    return hasattr(X, "columns") and hasattr(X, "to_numpy") and hasattr(X, "iloc")
+
+
+def as_matrix(X: Any, ensemble: "TreeEnsemble", name: str = "X") -> np.ndarray:
+    """Rows as a C-contiguous float64 (n, d) array, DataFrame columns matched by name."""
+    d = ensemble.n_features
+    if _is_dataframe(X):
+        names = ensemble.feature_names
+        columns = [str(c) for c in X.columns]
+        if names is not None and set(names) <= set(columns):
+            X = X[[X.columns[columns.index(n)] for n in names]]
+        elif names is not None and len(columns) == d and columns != [str(i) for i in range(d)]:
+            missing = [n for n in names if n not in columns]
+            raise ValueError(
+                f"{name}: DataFrame columns do not match the model's feature names; "
+                f"missing {missing[:5]}{'...' if len(missing) > 5 else ''}"
+            )
+        try:
+            X = X.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name}: DataFrame columns must be numeric ({exc})") from None
+    elif hasattr(X, "toarray") and hasattr(X, "nnz"):
+        raise TypeError(f"{name}: sparse matrices are not supported; pass a dense array")
+    try:
+        arr = np.asarray(X)
+    except Exception as exc:  # pragma: no cover - exotic array-likes
+        raise TypeError(f"{name}: expected a 2-D numeric array, got {type(X).__name__}") from exc
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name}: expected a numeric array, got dtype {arr.dtype}") from None
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name}: complex values are not supported")
+    if arr.ndim != 2:
+        raise ValueError(
+            f"{name}: expected a 2-D array of shape (n_rows, {d}), got {arr.ndim}-D"
+            + ("; for a single row use X[None, :]" if arr.ndim == 1 else "")
+        )
+    if arr.shape[1] != d:
+        raise ValueError(f"{name}: expected {d} columns (the model's features), got {arr.shape[1]}")
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
+def as_sigma(sigma: Any, d: int) -> np.ndarray:
+    """Per-feature standard deviations: a positive finite scalar or a (d,) array."""
+    if isinstance(sigma, (str, bytes)) or sigma is None:
+        raise TypeError(f"sigma: expected a positive float or an array of {d}, got {sigma!r}")
+    try:
+        arr = np.asarray(sigma, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"sigma: expected a positive float or an array of {d} floats") from None
+    if arr.ndim == 0:
+        arr = np.full(d, float(arr))
+    elif arr.shape != (d,):
+        raise ValueError(f"sigma: expected a scalar or an array of shape ({d},), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)) or not np.all(arr > 0):
+        raise ValueError("sigma: every value must be positive and finite")
+    return np.ascontiguousarray(arr)
+
+
+def as_noise(noise: Any, d: int) -> np.ndarray:
+    """Noise family codes per feature from a name or a sequence of names."""
+    if isinstance(noise, str):
+        names: Sequence[Any] = [noise] * d
+    elif isinstance(noise, (list, tuple, np.ndarray)):
+        names = list(noise)
+        if len(names) != d:
+            raise ValueError(f"noise: expected one family per feature ({d}), got {len(names)}")
+    else:
+        raise TypeError(
+            f"noise: expected one of {sorted(set(NOISE_FAMILIES) - {'gaussian'})} or a list of them, "
+            f"got {type(noise).__name__}"
+        )
+    codes = np.empty(d, dtype=np.uint8)
+    for j, n in enumerate(names):
+        key = n.lower() if isinstance(n, str) else None
+        if key not in NOISE_FAMILIES:
+            raise ValueError(f"noise: unknown family {n!r}; expected 'normal', 'uniform' or 'laplace'")
+        codes[j] = NOISE_FAMILIES[key]
+    return codes
+
+
+def _feature_index(f: Any, ensemble: "TreeEnsemble", name: str) -> int:
+    d = ensemble.n_features
+    if isinstance(f, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected feature indices or names, got a boolean {f!r}")
+    if isinstance(f, numbers.Integral):
+        j = int(f)
+        if j < 0:
+            j += d
+        if not 0 <= j < d:
+            raise ValueError(f"{name}: feature index {int(f)} is out of range for {d} features")
+        return j
+    if isinstance(f, str):
+        names = ensemble.feature_names
+        if names is None:
+            raise ValueError(f"{name}: feature name {f!r} given but the model has no feature names")
+        try:
+            return names.index(f)
+        except ValueError:
+            raise ValueError(f"{name}: unknown feature name {f!r}") from None
+    raise TypeError(f"{name}: expected feature indices or names, got {type(f).__name__}")
+
+
+def as_feature_mask(features: Any, ensemble: "TreeEnsemble", n_rows: int) -> np.ndarray:
+    """A (d,) or (n, d) uint8 mask from indices, names or a boolean mask."""
+    d = ensemble.n_features
+    if features is None:
+        raise TypeError("features: expected feature indices, names or a boolean mask, got None")
+    if isinstance(features, (str, numbers.Integral)) and not isinstance(features, (bool, np.bool_)):
+        features = [features]
+    arr = np.asarray(features) if not isinstance(features, (set, frozenset)) else None
+    if arr is not None and arr.dtype == np.bool_:
+        if arr.shape == (d,) or arr.shape == (n_rows, d):
+            return np.ascontiguousarray(arr, dtype=np.uint8)
+        raise ValueError(f"features: a boolean mask must have shape ({d},) or ({n_rows}, {d}), got {arr.shape}")
+    items = list(features) if arr is None or arr.ndim == 1 else None
+    if items is None:
+        raise ValueError("features: expected a list of indices or names, or a boolean mask")
+    mask = np.zeros(d, dtype=np.uint8)
+    for f in items:
+        j = _feature_index(f, ensemble, "features")
+        if mask[j]:
+            raise ValueError(f"features: feature {f!r} is listed twice")
+        mask[j] = 1
+    return mask
+
+
+def as_ranking(ranking: Any, d: int, n_rows: int, name: str = "ranking") -> np.ndarray:
+    """A (d,) or (n, d) int64 array whose every row is a permutation of 0..d-1."""
+    try:
+        arr = np.asarray(ranking)
+    except Exception:
+        raise TypeError(f"{name}: expected an integer array") from None
+    if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.integer) or arr.size == 0):
+        if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            raise TypeError(f"{name}: expected integer feature indices, got dtype {arr.dtype}")
+    if arr.shape not in ((d,), (n_rows, d)):
+        raise ValueError(f"{name}: expected shape ({d},) or ({n_rows}, {d}), got {arr.shape}")
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    rows = arr.reshape(-1, d)
+    if rows.size and not np.array_equal(np.sort(rows, axis=1), np.broadcast_to(np.arange(d), rows.shape)):
+        bad = int(np.nonzero(np.any(np.sort(rows, axis=1) != np.arange(d), axis=1))[0][0])
+        raise ValueError(f"{name}: row {bad} is not a permutation of 0..{d - 1}")
+    return arr
+
+
+def ranking_from_attributions(attributions: Any, d: int, n_rows: int) -> np.ndarray:
+    """Most important first: descending |attribution|, ties to the lower index."""
+    try:
+        arr = np.asarray(attributions, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError("attributions: expected a numeric array") from None
+    if arr.shape == (d,):
+        arr = np.broadcast_to(arr, (n_rows, d))
+    if arr.shape != (n_rows, d):
+        raise ValueError(f"attributions: expected shape ({n_rows}, {d}), got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("attributions: values must be finite (no NaN or inf)")
+    # A stable sort of -|a| keeps equal magnitudes in index order.
+    return np.ascontiguousarray(np.argsort(-np.abs(arr), axis=1, kind="stable"), dtype=np.int64)
+
+
+def as_n_jobs(n_jobs: Any) -> int:
+    """OpenMP threads: None or -1 for all cores (0 for the core), else a positive integer."""
+    if n_jobs is None:
+        return 0
+    if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral):
+        raise TypeError(f"n_jobs: expected None, -1 or a positive integer, got {n_jobs!r}")
+    n = int(n_jobs)
+    if n == -1:
+        return 0
+    if n < 1:
+        raise ValueError(f"n_jobs: expected None, -1 or a positive integer, got {n}")
+    return n
+
+
+def as_output(output: Optional[Union[int, np.integer]], n_outputs: int, what: str) -> int:
+    """Which output column of a model; required when it has several."""
+    if output is None:
+        if n_outputs > 1:
+            raise ValueError(
+                f"output: this {what} has {n_outputs} outputs (one per class); "
+                f"pass output=k with k in 0..{n_outputs - 1}"
+            )
+        return 0
+    if isinstance(output, (bool, np.bool_)) or not isinstance(output, numbers.Integral):
+        raise TypeError(f"output: expected an integer, got {output!r}")
+    k = int(output)
+    if not 0 <= k < n_outputs:
+        raise ValueError(f"output: {k} is out of range; this {what} has {n_outputs} output(s)")
+    return k
