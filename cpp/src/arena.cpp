@@ -38,6 +38,8 @@ double float32_boundary(double threshold, SplitOp op) {
 
 }  // namespace
 
+void finalize_arena(Arena& a);
+
 std::int64_t Arena::n_leaves() const {
   return std::count(feature.begin(), feature.end(), -1);
 }
@@ -63,9 +65,12 @@ bool Arena::categorical_goes_left(std::int32_t n, double x) const {
       return member(static_cast<std::uint64_t>(x));
     }
     case CategoryRule::SklearnHist: {
-      // HistGradientBoosting: categories are 0..254 after its encoder; a member goes left,
-      // anything else (unknown or out of range) goes right.
-      if (!(x >= 0.0) || x >= 2147483648.0) return false;
+      // HistGradientBoosting's encoder matches raw values exactly; the bitset over non-negative
+      // integers already says where each one goes (known categories by the split, unknown ones
+      // by the missing direction). Any other value is an unknown category: missing direction.
+      if (!(x >= 0.0) || x >= static_cast<double>(n_words) * 32.0 || x != std::floor(x)) {
+        return default_left(n);
+      }
       return member(static_cast<std::uint64_t>(x));
     }
     case CategoryRule::None:
@@ -81,8 +86,9 @@ bool Arena::goes_left(std::int32_t n, double x) const {
     if (rule != MissingRule::NanAsZero) return (fl & kDefaultLeft) != 0;
     x = 0.0;
   }
-  if (rule == MissingRule::ZeroOrNanDefault && std::fabs(x) <= kLightGBMZero) {
-    return (fl & kDefaultLeft) != 0;
+  if (rule != MissingRule::NanDefault && std::fabs(x) <= kLightGBMZero) {
+    if (rule == MissingRule::ZeroOrNanDefault) return (fl & kDefaultLeft) != 0;
+    x = 0.0;  // LightGBM's zero band
   }
   if (fl & kCategorical) return categorical_goes_left(n, x);
   const double v = input_float32 ? static_cast<double>(to_float32(x)) : x;
@@ -132,7 +138,6 @@ Arena Arena::select_output(std::int32_t output) const {
       out.boundary.push_back(boundary[n]);
       out.value.push_back(value[n]);
       out.flags.push_back(flags[n]);
-      out.subtree_features.push_back(subtree_features[n]);
       if (categorical(n)) {
         out.cat_begin.push_back(static_cast<std::int32_t>(out.cat_words.size()));
         out.cat_size.push_back(cat_size[n]);
@@ -145,7 +150,42 @@ Arena Arena::select_output(std::int32_t output) const {
       }
     }
   }
+  finalize_arena(out);
   return out;
+}
+
+// Derived per-node data: subtree feature sets and the distinct boundaries of each feature.
+void finalize_arena(Arena& a) {
+  // Subtree feature sets, children before parents: pre-order reversed visits them that way.
+  a.subtree_features.assign(a.feature.size(), 0);
+  for (std::int64_t v = a.n_nodes() - 1; v >= 0; --v) {
+    if (a.feature[v] < 0) continue;
+    a.subtree_features[v] = (std::uint64_t{1} << (a.feature[v] % 64)) |
+                            a.subtree_features[a.left[v]] | a.subtree_features[a.right[v]];
+  }
+  const auto d = static_cast<std::size_t>(a.n_features);
+  std::vector<std::vector<double>> per_feature(d);
+  for (std::int64_t v = 0; v < a.n_nodes(); ++v) {
+    if (a.feature[v] >= 0 && !a.categorical(static_cast<std::int32_t>(v))) per_feature[a.feature[v]].push_back(a.boundary[v]);
+  }
+  a.bounds.clear();
+  a.feature_bounds_begin.assign(d + 1, 0);
+  for (std::size_t j = 0; j < d; ++j) {
+    auto& b = per_feature[j];
+    std::sort(b.begin(), b.end());
+    b.erase(std::unique(b.begin(), b.end()), b.end());
+    a.feature_bounds_begin[j] = static_cast<std::int32_t>(a.bounds.size());
+    a.bounds.insert(a.bounds.end(), b.begin(), b.end());
+  }
+  a.feature_bounds_begin[d] = static_cast<std::int32_t>(a.bounds.size());
+  a.bound_index.assign(a.feature.size(), -1);
+  for (std::int64_t v = 0; v < a.n_nodes(); ++v) {
+    const std::int32_t j = a.feature[v];
+    if (j < 0 || a.categorical(static_cast<std::int32_t>(v))) continue;
+    const auto first = a.bounds.begin() + a.feature_bounds_begin[j];
+    const auto last = a.bounds.begin() + a.feature_bounds_begin[j + 1];
+    a.bound_index[v] = static_cast<std::int32_t>(std::lower_bound(first, last, a.boundary[v]) - a.bounds.begin());
+  }
 }
 
 Arena build_arena(ModelInput&& input) {
@@ -245,7 +285,7 @@ Arena build_arena(ModelInput&& input) {
       if (cat_index[v] < 0 && std::isnan(tree.threshold[v])) {
         fail(ti, "node " + std::to_string(v) + " has a NaN threshold");
       }
-      if (!tree.missing.empty() && tree.missing[v] > 2) fail(ti, "invalid missing-value rule");
+      if (!tree.missing.empty() && tree.missing[v] > 3) fail(ti, "invalid missing-value rule");
       stack.push_back(r);
       depth_stack.push_back(d + 1);
       stack.push_back(l);
@@ -287,13 +327,7 @@ Arena build_arena(ModelInput&& input) {
     }
   }
 
-  // Subtree feature sets, children before parents: pre-order reversed visits them that way.
-  a.subtree_features.assign(a.feature.size(), 0);
-  for (std::int64_t v = a.n_nodes() - 1; v >= 0; --v) {
-    if (a.feature[v] < 0) continue;
-    a.subtree_features[v] = (std::uint64_t{1} << (a.feature[v] % 64)) |
-                            a.subtree_features[a.left[v]] | a.subtree_features[a.right[v]];
-  }
+  finalize_arena(a);
   if (a.cat_words.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
     throw ModelError("categorical split sets are too large");
   }

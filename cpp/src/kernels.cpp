@@ -29,15 +29,19 @@ inline double mass(const Bound& lo, const Bound& hi) {
 
 inline std::uint64_t feature_bit(std::int32_t j) { return std::uint64_t{1} << (j % 64); }
 
-inline const Bound& boundary_cdf(const Arena& a, const Noise& noise, Workspace& ws, std::int32_t n) {
-  if (ws.cdf_stamp[n] != ws.row_epoch) {
-    const std::int32_t j = a.feature[n];
-    const double b = a.boundary[n];
+// CDF of feature j's noise at its k-th distinct boundary (global index k), cached per row.
+inline const Bound& bound_cdf(const Arena& a, const Noise& noise, Workspace& ws, std::int32_t j, std::int32_t k) {
+  if (ws.cdf_stamp[k] != ws.row_epoch) {
+    const double b = a.bounds[k];
     const CdfPair c = noise_cdf(noise.family[j], noise.sigma[j], b - ws.row[j]);
-    ws.cdf[n] = Bound{b, c.lower, c.upper};
-    ws.cdf_stamp[n] = ws.row_epoch;
+    ws.cdf[k] = Bound{b, c.lower, c.upper};
+    ws.cdf_stamp[k] = ws.row_epoch;
   }
-  return ws.cdf[n];
+  return ws.cdf[k];
+}
+
+inline const Bound& boundary_cdf(const Arena& a, const Noise& noise, Workspace& ws, std::int32_t n) {
+  return bound_cdf(a, noise, ws, a.feature[n], a.bound_index[n]);
 }
 
 inline std::int32_t fixed_child(const Arena& a, std::int32_t n, const double* x) {
@@ -256,6 +260,70 @@ double tree_covariances(const Arena& a, const Noise& noise, Workspace& ws, std::
   return total;
 }
 
+// PG2 when a single feature j is perturbed: f is then a step function of x'_j, so
+// E[(f(x') - f(x))^2] is a sum over the pieces between consecutive boundaries of j. Each tree
+// restricted to j is a search tree whose leaves, visited left first, come in increasing order;
+// their value changes are accumulated per boundary, then one sweep adds mass * D^2 with
+// D = f - f(x) on each piece. Every term is non-negative.
+double pg2_single_feature(const Arena& a, const Noise& noise, Workspace& ws, std::int32_t j) {
+  const double* x = ws.row;
+  const std::int32_t begin = a.feature_bounds_begin[j];
+  const std::int32_t end = a.feature_bounds_begin[j + 1];
+  std::fill(ws.jump.begin() + begin, ws.jump.begin() + end, 0.0);
+  double d0 = 0.0;  // f - f(x) on the leftmost piece
+  auto& stack = ws.sweep;
+  for (std::int64_t t = 0; t < a.n_trees(); ++t) {
+    const double c_x = a.value[a.leaf_of(t, x)];
+    // Interval of each pending node as global boundary indices: lo = -1 is -inf, hi = end is +inf.
+    stack.clear();
+    stack.push_back({a.tree_root[t], -1, end});
+    bool first = true;
+    double prev = 0.0;
+    while (!stack.empty()) {
+      const Workspace::SweepItem it = stack.back();
+      stack.pop_back();
+      const std::int32_t n = it.node;
+      const std::int32_t f = a.feature[n];
+      if (f < 0) {
+        const double y = a.value[n];
+        if (first) {
+          d0 += y - c_x;
+          first = false;
+        } else {
+          ws.jump[it.lo] += y - prev;  // leaves come in order: this one starts where the last ended
+        }
+        prev = y;
+        continue;
+      }
+      if (f != j) {
+        stack.push_back({fixed_child(a, n, x), it.lo, it.hi});
+        continue;
+      }
+      const std::int32_t r = a.bound_index[n];
+      const bool left = r > it.lo;
+      const bool right = r < it.hi;
+      // Right is pushed first so that the left child is visited first.
+      if (right) stack.push_back({a.right[n], left ? r : it.lo, it.hi});
+      if (left) stack.push_back({a.left[n], it.lo, right ? r : it.hi});
+    }
+  }
+  double total = 0.0;
+  double d = d0;
+  Bound lo = kMinusInf;
+  for (std::int32_t k = begin; k < end; ++k) {
+    if (d != 0.0) {
+      const Bound& hi = bound_cdf(a, noise, ws, j, k);
+      total += mass(lo, hi) * d * d;
+      lo = hi;
+    } else if (ws.jump[k] != 0.0) {
+      lo = bound_cdf(a, noise, ws, j, k);
+    }
+    d += ws.jump[k];
+  }
+  if (d != 0.0) total += mass(lo, kPlusInf) * d * d;
+  return total;
+}
+
 }  // namespace
 
 Workspace::Workspace(const Arena& arena) {
@@ -265,8 +333,9 @@ Workspace::Workspace(const Arena& arena) {
   p.assign(n, 0.0);
   centred.assign(n, 0.0);
   reach.assign(n, 0);
-  cdf.assign(n, Bound{0, 0, 0});
-  cdf_stamp.assign(n, 0);
+  cdf.assign(arena.bounds.size(), Bound{0, 0, 0});
+  cdf_stamp.assign(arena.bounds.size(), 0);
+  jump.assign(arena.bounds.size(), 0.0);
   mu.assign(t, 0.0);
   tree_mask.assign(t, 0);
   active.reserve(t);
@@ -300,12 +369,17 @@ double pg2_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed
                Pruning pruning) {
   const double* x = ws.row;
   const std::int32_t d = a.n_features;
-  bool any = false;
+  std::int32_t count = 0;
+  std::int32_t last = -1;
   for (std::int32_t j = 0; j < d; ++j) {
     ws.perturbed[j] = (perturbed[j] != 0 && !std::isnan(x[j])) ? 1 : 0;
-    any = any || ws.perturbed[j];
+    if (ws.perturbed[j]) {
+      ++count;
+      last = j;
+    }
   }
-  if (!any) return 0.0;
+  if (count == 0) return 0.0;
+  if (count == 1 && pruning == Pruning::Full) return pg2_single_feature(a, noise, ws, last);
   ws.begin_set();
 
   double bias = 0.0;

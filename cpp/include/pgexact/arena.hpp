@@ -23,10 +23,14 @@ class ModelError : public std::runtime_error {
 enum class SplitOp : std::uint8_t { Less = 0, LessEqual = 1 };
 
 // What a missing value (NaN) does at a numeric split.
+// LightGBM reads |x| <= 1e-35 as 0.0 for every split (its dense-row reader drops such values),
+// so its three rules all carry that zero band.
 enum class MissingRule : std::uint8_t {
-  NanDefault = 0,        // NaN follows the default direction (XGBoost, scikit-learn, LightGBM "NaN")
-  NanAsZero = 1,         // NaN is replaced by 0.0, then compared (LightGBM missing type "None")
-  ZeroOrNanDefault = 2,  // NaN and |x| <= 1e-35 follow the default direction (LightGBM "Zero")
+  NanDefault = 0,          // NaN follows the default direction (XGBoost, scikit-learn)
+  NanAsZero = 1,           // NaN and |x| <= 1e-35 are read as 0.0, then compared (LightGBM "None")
+  ZeroOrNanDefault = 2,    // NaN and |x| <= 1e-35 follow the default direction (LightGBM "Zero")
+  NanDefaultZeroBand = 3,  // NaN follows the default direction; |x| <= 1e-35 is read as 0.0
+                           // (LightGBM "NaN")
 };
 
 // How a categorical split reads the input value and where members of its set go.
@@ -34,7 +38,11 @@ enum class CategoryRule : std::uint8_t {
   None = 0,
   XGBoost = 1,   // float32 value; negative or >= 2^24 goes left; member of the set goes right
   LightGBM = 2,  // int(x); negative goes right; member of the set goes left
-  SklearnHist = 3,  // HistGradientBoosting: see Arena::categorical_goes_left
+  // HistGradientBoosting, in raw input values: a non-negative integer inside the bitset range
+  // goes left iff it is a member; anything else (fractional, negative, beyond the range) is an
+  // unknown category and follows the default direction. The adapter folds the encoder, the
+  // known categories and the missing direction into the bitset.
+  SklearnHist = 3,
 };
 
 // Limits that keep hostile model files from exhausting memory.
@@ -89,6 +97,9 @@ class Arena {
   std::vector<std::int32_t> cat_begin;  // into cat_words; only meaningful for categorical nodes
   std::vector<std::int32_t> cat_size;
   std::vector<std::uint32_t> cat_words;
+  // Rank of the node's boundary among the distinct boundaries of its feature: the global index
+  // into `bounds` is feature_bounds_begin[feature] + rank. -1 for leaves and categorical nodes.
+  std::vector<std::int32_t> bound_index;
   // Features split on anywhere in the node's subtree: bit j for j < 64, bit (j % 64) beyond,
   // so an empty intersection is always a proof of disjointness.
   std::vector<std::uint64_t> subtree_features;
@@ -97,6 +108,10 @@ class Arena {
   std::vector<std::int32_t> tree_root;
   std::vector<std::int32_t> tree_output;
   std::vector<std::int32_t> tree_depth;
+
+  // ---- distinct numeric boundaries, sorted, per feature ----
+  std::vector<double> bounds;
+  std::vector<std::int32_t> feature_bounds_begin;  // n_features + 1 offsets into `bounds`
 
   // ---- model ----
   std::vector<double> base_score;       // per output

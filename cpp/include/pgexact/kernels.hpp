@@ -57,13 +57,21 @@ class Workspace {
     std::int32_t feature;
   };
 
+  struct SweepItem {
+    std::int32_t node;
+    std::int32_t lo;  // interval on the swept feature, as global boundary indices
+    std::int32_t hi;
+  };
+
   // Per node (valid when reach[n] == set_epoch).
   std::vector<double> p;        // P(x' in region of n)
   std::vector<double> centred;  // sum over leaves v below n of (y_v - mu_t) * P(v)
   std::vector<std::uint32_t> reach;
-  // Per node boundary CDFs, cached for the current row (valid when cdf_stamp[n] == row_epoch).
+  // CDFs at each distinct boundary (Arena::bounds), cached for the current row (valid when
+  // cdf_stamp[k] == row_epoch).
   std::vector<Bound> cdf;
   std::vector<std::uint32_t> cdf_stamp;
+  std::vector<double> jump;  // per boundary: the jump of f there (single-feature sweep)
   // Per tree.
   std::vector<double> mu;
   std::vector<std::uint64_t> tree_mask;
@@ -76,6 +84,7 @@ class Workspace {
   std::vector<Frame> frames, inner_frames;
   std::vector<Undo> undo, inner_undo;
   std::vector<std::int32_t> reached;
+  std::vector<SweepItem> sweep;
   std::uint32_t row_epoch = 0;
   std::uint32_t set_epoch = 0;
   const double* row = nullptr;
