@@ -158,16 +158,20 @@ Arena Arena::select_output(std::int32_t output) const {
 void finalize_arena(Arena& a) {
   // Subtree feature sets, children before parents: pre-order reversed visits them that way.
   a.subtree_features.assign(a.feature.size(), 0);
+  a.subtree_size.assign(a.feature.size(), 1);
   for (std::int64_t v = a.n_nodes() - 1; v >= 0; --v) {
     if (a.feature[v] < 0) continue;
     a.subtree_features[v] = (std::uint64_t{1} << (a.feature[v] % 64)) |
                             a.subtree_features[a.left[v]] | a.subtree_features[a.right[v]];
+    a.subtree_size[v] = 1 + a.subtree_size[a.left[v]] + a.subtree_size[a.right[v]];
   }
   const auto d = static_cast<std::size_t>(a.n_features);
   std::vector<std::vector<double>> per_feature(d);
   for (std::int64_t v = 0; v < a.n_nodes(); ++v) {
     if (a.feature[v] >= 0 && !a.categorical(static_cast<std::int32_t>(v))) per_feature[a.feature[v]].push_back(a.boundary[v]);
   }
+  // Block j of `bounds` is [-inf, b_1 < ... < b_K, +inf]: the sentinels make every interval
+  // a pair of valid indices.
   a.bounds.clear();
   a.feature_bounds_begin.assign(d + 1, 0);
   for (std::size_t j = 0; j < d; ++j) {
@@ -175,15 +179,17 @@ void finalize_arena(Arena& a) {
     std::sort(b.begin(), b.end());
     b.erase(std::unique(b.begin(), b.end()), b.end());
     a.feature_bounds_begin[j] = static_cast<std::int32_t>(a.bounds.size());
+    a.bounds.push_back(-INFINITY);
     a.bounds.insert(a.bounds.end(), b.begin(), b.end());
+    a.bounds.push_back(INFINITY);
   }
   a.feature_bounds_begin[d] = static_cast<std::int32_t>(a.bounds.size());
   a.bound_index.assign(a.feature.size(), -1);
   for (std::int64_t v = 0; v < a.n_nodes(); ++v) {
     const std::int32_t j = a.feature[v];
     if (j < 0 || a.categorical(static_cast<std::int32_t>(v))) continue;
-    const auto first = a.bounds.begin() + a.feature_bounds_begin[j];
-    const auto last = a.bounds.begin() + a.feature_bounds_begin[j + 1];
+    const auto first = a.bounds.begin() + a.feature_bounds_begin[j] + 1;
+    const auto last = a.bounds.begin() + a.feature_bounds_begin[j + 1] - 1;
     a.bound_index[v] = static_cast<std::int32_t>(std::lower_bound(first, last, a.boundary[v]) - a.bounds.begin());
   }
 }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -13,106 +12,136 @@
 namespace pgexact {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-using Bound = Workspace::Bound;
-using Interval = Workspace::Interval;
+using Cdf = Workspace::Cdf;
+using Frame = Workspace::Frame;
+using Undo = Workspace::Undo;
 
-constexpr Bound kMinusInf{-kInf, 0.0, 1.0};
-constexpr Bound kPlusInf{kInf, 1.0, 0.0};
-
-// Probability of x' in (lo, hi), taking the difference on the side where both CDF values are
-// small, so that tail intervals keep their relative precision.
-inline double mass(const Bound& lo, const Bound& hi) {
-  const double m = lo.lower >= 0.5 ? lo.upper - hi.upper : hi.lower - lo.lower;
+// Probability of x' between two boundaries of one feature, taking the difference on the side
+// where both CDF values are small, so that tail intervals keep their relative precision.
+inline double mass(const Workspace& ws, std::int32_t lo, std::int32_t hi) {
+  const Cdf& l = ws.cdf[lo];
+  const Cdf& h = ws.cdf[hi];
+  const double m = l.lower >= 0.5 ? l.upper - h.upper : h.lower - l.lower;
   return m > 0.0 ? m : 0.0;
 }
 
 inline std::uint64_t feature_bit(std::int32_t j) { return std::uint64_t{1} << (j % 64); }
 
-// CDF of feature j's noise at its k-th distinct boundary (global index k), cached per row.
-inline const Bound& bound_cdf(const Arena& a, const Noise& noise, Workspace& ws, std::int32_t j, std::int32_t k) {
-  if (ws.cdf_stamp[k] != ws.row_epoch) {
-    const double b = a.bounds[k];
-    const CdfPair c = noise_cdf(noise.family[j], noise.sigma[j], b - ws.row[j]);
-    ws.cdf[k] = Bound{b, c.lower, c.upper};
-    ws.cdf_stamp[k] = ws.row_epoch;
-  }
-  return ws.cdf[k];
-}
-
-inline const Bound& boundary_cdf(const Arena& a, const Noise& noise, Workspace& ws, std::int32_t n) {
-  return bound_cdf(a, noise, ws, a.feature[n], a.bound_index[n]);
+// Sets or clears feature j's bit. With more than 64 features bits are shared, so a bit is
+// only ever set: a superset of the true set keeps every pruning test conservative.
+inline std::uint64_t with_bit(std::uint64_t mask, std::int32_t j, bool on, bool exact_bits) {
+  const std::uint64_t bit = feature_bit(j);
+  if (on) return mask | bit;
+  return exact_bits ? (mask & ~bit) : mask;
 }
 
 inline std::int32_t fixed_child(const Arena& a, std::int32_t n, const double* x) {
   return a.goes_left(n, x[a.feature[n]]) ? a.left[n] : a.right[n];
 }
 
-// Restores box/region intervals changed at depth >= depth.
-inline void unwind(Workspace& ws, std::vector<Workspace::Undo>& log, std::int32_t depth) {
+// Boundary CDFs of feature j for the current row.
+void fill_feature_cdf(const Arena& a, const Noise& noise, Workspace& ws, std::int32_t j) {
+  if (ws.feature_stamp[j] == ws.row_epoch) return;
+  const std::int32_t begin = a.feature_bounds_begin[j];
+  const std::int32_t end = a.feature_bounds_begin[j + 1];
+  const double xj = ws.row[j];
+  ws.cdf[begin] = Cdf{0.0, 1.0};
+  ws.cdf[end - 1] = Cdf{1.0, 0.0};
+  for (std::int32_t k = begin + 1; k < end - 1; ++k) {
+    const CdfPair c = noise_cdf(noise.family[j], noise.sigma[j], a.bounds[k] - xj);
+    ws.cdf[k] = Cdf{c.lower, c.upper};
+  }
+  ws.feature_stamp[j] = ws.row_epoch;
+}
+
+// Restores the intervals changed at depth >= depth.
+inline void unwind(Workspace& ws, std::vector<Undo>& log, std::int32_t depth) {
   while (!log.empty() && log.back().depth >= depth) {
-    const auto& u = log.back();
-    ws.box[u.feature] = u.c;
-    ws.region_lo[u.feature] = u.r_lo;
-    ws.region_hi[u.feature] = u.r_hi;
+    const Undo& u = log.back();
+    ws.box_lo[u.feature] = u.box_lo;
+    ws.box_hi[u.feature] = u.box_hi;
+    if (u.side >= 0) {
+      ws.region_lo[u.side][u.feature] = u.region_lo;
+      ws.region_hi[u.side][u.feature] = u.region_hi;
+    }
     log.pop_back();
   }
 }
 
-inline void enter(Workspace& ws, std::vector<Workspace::Undo>& log, const Workspace::Frame& f) {
+// Makes the interval state that of frame f: undo the siblings' subtrees, apply f's change.
+inline void enter(Workspace& ws, std::vector<Undo>& log, const Frame& f) {
   unwind(ws, log, f.depth);
-  if (f.feature >= 0) {
-    const std::int32_t j = f.feature;
-    log.push_back({ws.box[j], ws.region_lo[j], ws.region_hi[j], f.depth, j});
-    ws.box[j] = f.c;
-    ws.region_lo[j] = f.r_lo;
-    ws.region_hi[j] = f.r_hi;
+  if (f.feature < 0) return;
+  const std::int32_t j = f.feature;
+  Undo u{f.depth, j, f.side, ws.box_lo[j], ws.box_hi[j], 0, 0};
+  ws.box_lo[j] = f.box_lo;
+  ws.box_hi[j] = f.box_hi;
+  if (f.side >= 0) {
+    u.region_lo = ws.region_lo[f.side][j];
+    u.region_hi = ws.region_hi[f.side][j];
+    ws.region_lo[f.side][j] = f.region_lo;
+    ws.region_hi[f.side][j] = f.region_hi;
+  }
+  log.push_back(u);
+}
+
+inline Frame plain_frame(double p, std::int32_t node, std::int32_t depth) {
+  return Frame{p, 0, 0, node, -1, depth, -1, -1, 0, 0, 0, 0};
+}
+
+inline Frame box_frame(double p, std::int32_t node, std::int32_t depth, std::int32_t j, std::int32_t lo,
+                       std::int32_t hi) {
+  return Frame{p, 0, 0, node, -1, depth, j, -1, lo, hi, 0, 0};
+}
+
+// Pushes the children of perturbed split n that the current box reaches, with their
+// probabilities, narrowing the box (no regions): pass 1 and the reference walk.
+inline void push_box_children(const Arena& a, Workspace& ws, std::vector<Frame>& frames, std::int32_t n,
+                              double p, std::int32_t depth) {
+  const std::int32_t j = a.feature[n];
+  const std::int32_t r = a.bound_index[n];
+  const std::int32_t lo = ws.box_lo[j];
+  const std::int32_t hi = ws.box_hi[j];
+  if (r <= lo) {
+    frames.push_back(plain_frame(p, a.right[n], depth + 1));
+  } else if (r >= hi) {
+    frames.push_back(plain_frame(p, a.left[n], depth + 1));
+  } else {
+    const double m = mass(ws, lo, hi);
+    const double pl = m > 0.0 ? p * (mass(ws, lo, r) / m) : 0.0;
+    const double pr = m > 0.0 ? p * (mass(ws, r, hi) / m) : 0.0;
+    frames.push_back(box_frame(pr, a.right[n], depth + 1, j, r, hi));
+    frames.push_back(box_frame(pl, a.left[n], depth + 1, j, lo, r));
   }
 }
 
 // Pass 1 for one tree: P(region) of every reachable node, mu, the centred subtree masses, the
-// tree's variance and its share of the bias E f_t - f_t(x). Returns false if nothing below the
-// root is perturbed (the tree is then constant under the perturbation).
-bool tree_moments(const Arena& a, const Noise& noise, Workspace& ws, std::int64_t t, double* var_out,
-                  double* bias_out) {
+// tree's variance and its share of the bias E f_t - f_t(x). Returns false if no perturbed
+// feature is reachable (the tree is then constant under the perturbation).
+bool tree_moments(const Arena& a, Workspace& ws, std::int64_t t, double* var_out, double* bias_out) {
   const double* x = ws.row;
-  const std::int32_t root = a.tree_root[t];
   auto& frames = ws.frames;
   frames.clear();
   ws.reached.clear();
-  frames.push_back({{kMinusInf, kPlusInf}, -kInf, kInf, 1.0, 0, root, 0, -1});
+  frames.push_back(plain_frame(1.0, a.tree_root[t], 0));
   std::uint64_t mask = 0;
   double mu = 0.0;
   while (!frames.empty()) {
-    const Workspace::Frame f = frames.back();
+    const Frame f = frames.back();
     frames.pop_back();
     enter(ws, ws.undo, f);
-    const std::int32_t n = f.node;
+    const std::int32_t n = f.a;
     ws.p[n] = f.p;
     ws.reach[n] = ws.set_epoch;
     ws.reached.push_back(n);
     const std::int32_t j = a.feature[n];
     if (j < 0) {
       mu += a.value[n] * f.p;
-      continue;
-    }
-    if (!ws.perturbed[j]) {
-      frames.push_back({{}, 0, 0, f.p, 0, fixed_child(a, n, x), f.depth + 1, -1});
-      continue;
-    }
-    mask |= feature_bit(j);
-    const Bound& bd = boundary_cdf(a, noise, ws, n);
-    const Interval c = ws.box[j];
-    if (bd.b <= c.lo.b) {
-      frames.push_back({{}, 0, 0, f.p, 0, a.right[n], f.depth + 1, -1});
-    } else if (bd.b >= c.hi.b) {
-      frames.push_back({{}, 0, 0, f.p, 0, a.left[n], f.depth + 1, -1});
+    } else if (!ws.perturbed[j]) {
+      frames.push_back(plain_frame(f.p, fixed_child(a, n, x), f.depth + 1));
     } else {
-      const double m = mass(c.lo, c.hi);
-      const double pl = m > 0.0 ? f.p * (mass(c.lo, bd) / m) : 0.0;
-      const double pr = m > 0.0 ? f.p * (mass(bd, c.hi) / m) : 0.0;
-      frames.push_back({{bd, c.hi}, -kInf, kInf, pr, 0, a.right[n], f.depth + 1, j});
-      frames.push_back({{c.lo, bd}, -kInf, kInf, pl, 0, a.left[n], f.depth + 1, j});
+      mask |= feature_bit(j);
+      push_box_children(a, ws, frames, n, f.p, f.depth);
     }
   }
   unwind(ws, ws.undo, 0);
@@ -126,11 +155,10 @@ bool tree_moments(const Arena& a, const Noise& noise, Workspace& ws, std::int64_
   double bias = 0.0;
   for (auto it = ws.reached.rbegin(); it != ws.reached.rend(); ++it) {
     const std::int32_t n = *it;
-    const std::int32_t j = a.feature[n];
-    if (j < 0) {
-      const double d = a.value[n] - mu;
-      ws.centred[n] = d * ws.p[n];
-      var += d * d * ws.p[n];
+    if (a.feature[n] < 0) {
+      const double dev = a.value[n] - mu;
+      ws.centred[n] = dev * ws.p[n];
+      var += dev * dev * ws.p[n];
       bias += (a.value[n] - c_x) * ws.p[n];
       continue;
     }
@@ -144,116 +172,135 @@ bool tree_moments(const Arena& a, const Noise& noise, Workspace& ws, std::int64_
   return true;
 }
 
-// E[(f_s - mu_s) 1(x' in box)] where the current ws.box is the box of a leaf of another tree,
-// `p_box` its probability and `binding` the features on which it is narrower than everything.
-double box_expectation(const Arena& a, const Noise& noise, Workspace& ws, std::int64_t s, double p_box,
-                       std::uint64_t binding, bool exact_bits, Pruning pruning) {
+// E[f_t - mu_t | x' in region of n], from pass 1.
+inline double conditional_mean(const Arena& a, const Workspace& ws, std::int64_t t, std::int32_t n) {
+  if (a.feature[n] < 0) return a.value[n] - ws.mu[t];
+  const double p = ws.p[n];
+  return p > 0.0 ? ws.centred[n] / p : 0.0;
+}
+
+// Cov(f_t, f_s) by the pair recursion described in kernels.hpp. Side 0 is tree t, side 1 is s.
+double pair_covariance(const Arena& a, Workspace& ws, std::int64_t t, std::int64_t s, bool exact_bits) {
   const double* x = ws.row;
-  const double mu = ws.mu[s];
-  const std::int32_t root = a.tree_root[s];
-  auto& frames = ws.inner_frames;
+  const std::uint64_t pmask = ws.perturbed_mask;
+  auto& frames = ws.frames;
   frames.clear();
-  frames.push_back({{}, 0, 0, p_box, binding, root, 0, -1});
+  frames.push_back(Frame{1.0, 0, 0, a.tree_root[t], a.tree_root[s], 0, -1, -1, 0, 0, 0, 0});
   double total = 0.0;
   while (!frames.empty()) {
-    const Workspace::Frame f = frames.back();
+    const Frame f = frames.back();
     frames.pop_back();
-    enter(ws, ws.inner_undo, f);
-    const std::int32_t m = f.node;
-    if (pruning == Pruning::Full && (f.binding & a.subtree_features[m]) == 0) {
-      // The box does not cut this subtree on any feature it splits on: its contribution is the
-      // subtree's centred mass rescaled from P(region) to P(region and box). At the root that
-      // mass is zero by construction of mu.
-      if (m != root && ws.reach[m] == ws.set_epoch && ws.p[m] > 0.0) {
-        total += ws.centred[m] * (f.p / ws.p[m]);
-      }
+    enter(ws, ws.undo, f);
+    std::int32_t n = f.a;
+    std::int32_t m = f.b;
+    // An unperturbed split is decided by x: follow it without branching.
+    while (a.feature[n] >= 0 && !ws.perturbed[a.feature[n]]) n = fixed_child(a, n, x);
+    while (a.feature[m] >= 0 && !ws.perturbed[a.feature[m]]) m = fixed_child(a, m, x);
+    const std::uint64_t fn = a.feature[n] >= 0 ? a.subtree_features[n] & pmask : 0;
+    const std::uint64_t fm = a.feature[m] >= 0 ? a.subtree_features[m] & pmask : 0;
+    const bool cut_n = (f.cut_a & fn) != 0;
+    const bool cut_m = (f.cut_b & fm) != 0;
+    if (!cut_n && !cut_m && (fn & fm) == 0) {
+      // Given the box, the two subtrees depend on disjoint independent features, and the box
+      // restricts each only where its own region already does.
+      total += f.p * conditional_mean(a, ws, t, n) * conditional_mean(a, ws, s, m);
       continue;
     }
+    // Split the side whose own features the other region cuts; otherwise the larger subtree.
+    std::int32_t side;
+    if (cut_n) {
+      side = 0;
+    } else if (cut_m) {
+      side = 1;
+    } else {
+      side = a.subtree_size[n] >= a.subtree_size[m] ? 0 : 1;
+    }
+    const std::int32_t node = side == 0 ? n : m;
+    const std::int32_t j = a.feature[node];
+    const std::int32_t r = a.bound_index[node];
+    const std::int32_t lo = ws.box_lo[j];
+    const std::int32_t hi = ws.box_hi[j];
+    const std::int32_t rlo = ws.region_lo[side][j];
+    const std::int32_t rhi = ws.region_hi[side][j];
+    const std::int32_t olo = ws.region_lo[1 - side][j];
+    const std::int32_t ohi = ws.region_hi[1 - side][j];
+    const bool cut = r > lo && r < hi;
+    const double m_box = cut ? mass(ws, lo, hi) : 0.0;
+    auto push = [&](std::int32_t child, std::int32_t nlo, std::int32_t nhi, std::int32_t nrlo, std::int32_t nrhi) {
+      const double p = cut ? (m_box > 0.0 ? f.p * (mass(ws, nlo, nhi) / m_box) : 0.0) : f.p;
+      if (!(p > 0.0)) return;
+      const bool narrower_own = nlo != nrlo || nhi != nrhi;
+      const bool narrower_other = nlo != olo || nhi != ohi;
+      Frame c{p, 0, 0, n, m, f.depth + 1, j, side, nlo, nhi, nrlo, nrhi};
+      if (side == 0) {
+        c.a = child;
+        c.cut_a = with_bit(f.cut_a, j, narrower_own, exact_bits);
+        c.cut_b = with_bit(f.cut_b, j, narrower_other, exact_bits);
+      } else {
+        c.b = child;
+        c.cut_b = with_bit(f.cut_b, j, narrower_own, exact_bits);
+        c.cut_a = with_bit(f.cut_a, j, narrower_other, exact_bits);
+      }
+      frames.push_back(c);
+    };
+    if (r < hi) push(a.right[node], std::max(lo, r), hi, std::max(rlo, r), rhi);
+    if (r > lo) push(a.left[node], lo, std::min(hi, r), rlo, std::min(rhi, r));
+  }
+  unwind(ws, ws.undo, 0);
+  return total;
+}
+
+// E[(f_s - mu_s) 1(x' in box)] for the current box, walking every leaf of s it reaches.
+double box_expectation_reference(const Arena& a, Workspace& ws, std::int64_t s, double p_box) {
+  const double* x = ws.row;
+  const double mu = ws.mu[s];
+  auto& frames = ws.inner_frames;
+  frames.clear();
+  frames.push_back(plain_frame(p_box, a.tree_root[s], 0));
+  double total = 0.0;
+  while (!frames.empty()) {
+    const Frame f = frames.back();
+    frames.pop_back();
+    enter(ws, ws.inner_undo, f);
+    const std::int32_t m = f.a;
     const std::int32_t j = a.feature[m];
     if (j < 0) {
       total += (a.value[m] - mu) * f.p;
-      continue;
-    }
-    if (!ws.perturbed[j]) {
-      frames.push_back({{}, 0, 0, f.p, f.binding, fixed_child(a, m, x), f.depth + 1, -1});
-      continue;
-    }
-    const Bound& bd = boundary_cdf(a, noise, ws, m);
-    const Interval c = ws.box[j];
-    const double r_lo = ws.region_lo[j];
-    const double r_hi = ws.region_hi[j];
-    const std::uint64_t bit = feature_bit(j);
-    const double m_all = (bd.b > c.lo.b && bd.b < c.hi.b) ? mass(c.lo, c.hi) : 0.0;
-    // Right child: region (max(r_lo, b), r_hi), box part (max(c.lo, b), c.hi).
-    if (bd.b < c.hi.b) {
-      const bool cut = bd.b > c.lo.b;
-      const Interval nc = cut ? Interval{bd, c.hi} : c;
-      const double nr_lo = std::max(r_lo, bd.b);
-      const double p = cut ? (m_all > 0.0 ? f.p * (mass(bd, c.hi) / m_all) : 0.0) : f.p;
-      const bool narrower = nc.lo.b != nr_lo || nc.hi.b != r_hi;
-      const std::uint64_t bind = exact_bits ? ((f.binding & ~bit) | (narrower ? bit : 0)) : (f.binding | (narrower ? bit : 0));
-      if (p > 0.0) frames.push_back({nc, nr_lo, r_hi, p, bind, a.right[m], f.depth + 1, j});
-    }
-    // Left child: region (r_lo, min(r_hi, b)), box part (c.lo, min(c.hi, b)).
-    if (bd.b > c.lo.b) {
-      const bool cut = bd.b < c.hi.b;
-      const Interval nc = cut ? Interval{c.lo, bd} : c;
-      const double nr_hi = std::min(r_hi, bd.b);
-      const double p = cut ? (m_all > 0.0 ? f.p * (mass(c.lo, bd) / m_all) : 0.0) : f.p;
-      const bool narrower = nc.lo.b != r_lo || nc.hi.b != nr_hi;
-      const std::uint64_t bind = exact_bits ? ((f.binding & ~bit) | (narrower ? bit : 0)) : (f.binding | (narrower ? bit : 0));
-      if (p > 0.0) frames.push_back({nc, r_lo, nr_hi, p, bind, a.left[m], f.depth + 1, j});
+    } else if (!ws.perturbed[j]) {
+      frames.push_back(plain_frame(f.p, fixed_child(a, m, x), f.depth + 1));
+    } else {
+      push_box_children(a, ws, frames, m, f.p, f.depth);
     }
   }
   unwind(ws, ws.inner_undo, 0);
   return total;
 }
 
-// sum over leaves u of tree t of (y_u - mu_t) * sum over partners s of E[(f_s - mu_s) 1(box_u)].
-double tree_covariances(const Arena& a, const Noise& noise, Workspace& ws, std::int64_t t,
-                        const std::int32_t* partners, std::size_t n_partners, bool exact_bits,
-                        Pruning pruning) {
+// The paper's pre-order pair walk: sum over leaves u of t of (y_u - mu_t) times
+// E[(f_s - mu_s) 1(box_u)] for every later active tree s, with no pruning.
+double tree_covariances_reference(const Arena& a, Workspace& ws, std::int64_t t, const std::int32_t* partners,
+                                  std::size_t n_partners) {
   const double* x = ws.row;
   const double mu = ws.mu[t];
   auto& frames = ws.frames;
   frames.clear();
-  frames.push_back({{kMinusInf, kPlusInf}, -kInf, kInf, 1.0, 0, a.tree_root[t], 0, -1});
+  frames.push_back(plain_frame(1.0, a.tree_root[t], 0));
   double total = 0.0;
   while (!frames.empty()) {
-    const Workspace::Frame f = frames.back();
+    const Frame f = frames.back();
     frames.pop_back();
     enter(ws, ws.undo, f);
-    const std::int32_t n = f.node;
+    const std::int32_t n = f.a;
     const std::int32_t j = a.feature[n];
     if (j < 0) {
       const double dev = a.value[n] - mu;
-      const double p = ws.p[n];
-      if (dev == 0.0 || p == 0.0) continue;
       double inner = 0.0;
-      for (std::size_t k = 0; k < n_partners; ++k) {
-        inner += box_expectation(a, noise, ws, partners[k], p, f.binding, exact_bits, pruning);
-      }
+      for (std::size_t k = 0; k < n_partners; ++k) inner += box_expectation_reference(a, ws, partners[k], f.p);
       total += dev * inner;
-      continue;
-    }
-    if (!ws.perturbed[j]) {
-      frames.push_back({{}, 0, 0, 0, f.binding, fixed_child(a, n, x), f.depth + 1, -1});
-      continue;
-    }
-    const Bound& bd = boundary_cdf(a, noise, ws, n);
-    const Interval c = ws.box[j];
-    if (bd.b <= c.lo.b) {
-      frames.push_back({{}, 0, 0, 0, f.binding, a.right[n], f.depth + 1, -1});
-    } else if (bd.b >= c.hi.b) {
-      frames.push_back({{}, 0, 0, 0, f.binding, a.left[n], f.depth + 1, -1});
+    } else if (!ws.perturbed[j]) {
+      frames.push_back(plain_frame(f.p, fixed_child(a, n, x), f.depth + 1));
     } else {
-      const std::uint64_t bind = f.binding | feature_bit(j);
-      if (ws.p[a.right[n]] > 0.0 && ws.reach[a.right[n]] == ws.set_epoch) {
-        frames.push_back({{bd, c.hi}, -kInf, kInf, 0, bind, a.right[n], f.depth + 1, j});
-      }
-      if (ws.p[a.left[n]] > 0.0 && ws.reach[a.left[n]] == ws.set_epoch) {
-        frames.push_back({{c.lo, bd}, -kInf, kInf, 0, bind, a.left[n], f.depth + 1, j});
-      }
+      push_box_children(a, ws, frames, n, f.p, f.depth);
     }
   }
   unwind(ws, ws.undo, 0);
@@ -265,7 +312,7 @@ double tree_covariances(const Arena& a, const Noise& noise, Workspace& ws, std::
 // restricted to j is a search tree whose leaves, visited left first, come in increasing order;
 // their value changes are accumulated per boundary, then one sweep adds mass * D^2 with
 // D = f - f(x) on each piece. Every term is non-negative.
-double pg2_single_feature(const Arena& a, const Noise& noise, Workspace& ws, std::int32_t j) {
+double pg2_single_feature(const Arena& a, Workspace& ws, std::int32_t j) {
   const double* x = ws.row;
   const std::int32_t begin = a.feature_bounds_begin[j];
   const std::int32_t end = a.feature_bounds_begin[j + 1];
@@ -274,9 +321,8 @@ double pg2_single_feature(const Arena& a, const Noise& noise, Workspace& ws, std
   auto& stack = ws.sweep;
   for (std::int64_t t = 0; t < a.n_trees(); ++t) {
     const double c_x = a.value[a.leaf_of(t, x)];
-    // Interval of each pending node as global boundary indices: lo = -1 is -inf, hi = end is +inf.
     stack.clear();
-    stack.push_back({a.tree_root[t], -1, end});
+    stack.push_back({a.tree_root[t], begin, end - 1});
     bool first = true;
     double prev = 0.0;
     while (!stack.empty()) {
@@ -309,18 +355,14 @@ double pg2_single_feature(const Arena& a, const Noise& noise, Workspace& ws, std
   }
   double total = 0.0;
   double d = d0;
-  Bound lo = kMinusInf;
-  for (std::int32_t k = begin; k < end; ++k) {
-    if (d != 0.0) {
-      const Bound& hi = bound_cdf(a, noise, ws, j, k);
-      total += mass(lo, hi) * d * d;
-      lo = hi;
-    } else if (ws.jump[k] != 0.0) {
-      lo = bound_cdf(a, noise, ws, j, k);
-    }
+  std::int32_t lo = begin;
+  for (std::int32_t k = begin + 1; k < end - 1; ++k) {
+    if (ws.jump[k] == 0.0) continue;
+    if (d != 0.0) total += mass(ws, lo, k) * d * d;
     d += ws.jump[k];
+    lo = k;
   }
-  if (d != 0.0) total += mass(lo, kPlusInf) * d * d;
+  if (d != 0.0) total += mass(ws, lo, end - 1) * d * d;
   return total;
 }
 
@@ -333,27 +375,35 @@ Workspace::Workspace(const Arena& arena) {
   p.assign(n, 0.0);
   centred.assign(n, 0.0);
   reach.assign(n, 0);
-  cdf.assign(arena.bounds.size(), Bound{0, 0, 0});
-  cdf_stamp.assign(arena.bounds.size(), 0);
+  cdf.assign(arena.bounds.size(), Cdf{0.0, 0.0});
+  feature_stamp.assign(d, 0);
   jump.assign(arena.bounds.size(), 0.0);
   mu.assign(t, 0.0);
   tree_mask.assign(t, 0);
   active.reserve(t);
-  box.assign(d, Interval{kMinusInf, kPlusInf});
-  region_lo.assign(d, -kInf);
-  region_hi.assign(d, kInf);
+  partners.reserve(t);
+  box_lo.resize(d);
+  box_hi.resize(d);
+  for (std::size_t j = 0; j < d; ++j) {
+    box_lo[j] = arena.feature_bounds_begin[j];        // -inf
+    box_hi[j] = arena.feature_bounds_begin[j + 1] - 1;  // +inf
+  }
+  for (int side = 0; side < 2; ++side) {
+    region_lo[side] = box_lo;
+    region_hi[side] = box_hi;
+  }
   perturbed.assign(d, 0);
   const auto depth = static_cast<std::size_t>(arena.max_depth) + 2;
-  frames.reserve(2 * depth);
+  frames.reserve(4 * depth);
   inner_frames.reserve(2 * depth);
-  undo.reserve(depth);
+  undo.reserve(2 * depth);
   inner_undo.reserve(depth);
 }
 
 void Workspace::begin_row(const double* x) {
   row = x;
   if (++row_epoch == 0) {  // wrapped: forget every stamp
-    std::fill(cdf_stamp.begin(), cdf_stamp.end(), 0);
+    std::fill(feature_stamp.begin(), feature_stamp.end(), 0);
     row_epoch = 1;
   }
 }
@@ -371,15 +421,18 @@ double pg2_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed
   const std::int32_t d = a.n_features;
   std::int32_t count = 0;
   std::int32_t last = -1;
+  ws.perturbed_mask = 0;
   for (std::int32_t j = 0; j < d; ++j) {
     ws.perturbed[j] = (perturbed[j] != 0 && !std::isnan(x[j])) ? 1 : 0;
     if (ws.perturbed[j]) {
       ++count;
       last = j;
+      ws.perturbed_mask |= feature_bit(j);
+      fill_feature_cdf(a, noise, ws, j);
     }
   }
   if (count == 0) return 0.0;
-  if (count == 1 && pruning == Pruning::Full) return pg2_single_feature(a, noise, ws, last);
+  if (count == 1 && pruning == Pruning::Full) return pg2_single_feature(a, ws, last);
   ws.begin_set();
 
   double bias = 0.0;
@@ -388,7 +441,7 @@ double pg2_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed
   for (std::int64_t t = 0; t < a.n_trees(); ++t) {
     double v = 0.0;
     double b = 0.0;
-    if (tree_moments(a, noise, ws, t, &v, &b)) {
+    if (tree_moments(a, ws, t, &v, &b)) {
       ws.active.push_back(static_cast<std::int32_t>(t));
       var += v;
       bias += b;
@@ -396,18 +449,20 @@ double pg2_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed
   }
 
   const bool exact_bits = d <= 64;
-  std::vector<std::int32_t>& partners = ws.reached;  // free again after pass 1
   double cov = 0.0;
   for (std::size_t i = 0; i < ws.active.size(); ++i) {
     const std::int32_t t = ws.active[i];
-    partners.clear();
+    if (pruning == Pruning::None) {
+      ws.partners.assign(ws.active.begin() + static_cast<std::ptrdiff_t>(i) + 1, ws.active.end());
+      if (!ws.partners.empty()) {
+        cov += tree_covariances_reference(a, ws, t, ws.partners.data(), ws.partners.size());
+      }
+      continue;
+    }
     for (std::size_t k = i + 1; k < ws.active.size(); ++k) {
       const std::int32_t s = ws.active[k];
       // Trees with no reachable perturbed feature in common are independent.
-      if (pruning == Pruning::None || (ws.tree_mask[t] & ws.tree_mask[s]) != 0) partners.push_back(s);
-    }
-    if (!partners.empty()) {
-      cov += tree_covariances(a, noise, ws, t, partners.data(), partners.size(), exact_bits, pruning);
+      if ((ws.tree_mask[t] & ws.tree_mask[s]) != 0) cov += pair_covariance(a, ws, t, s, exact_bits);
     }
   }
   const double total_var = var + 2.0 * cov;

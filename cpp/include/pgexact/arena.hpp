@@ -97,12 +97,13 @@ class Arena {
   std::vector<std::int32_t> cat_begin;  // into cat_words; only meaningful for categorical nodes
   std::vector<std::int32_t> cat_size;
   std::vector<std::uint32_t> cat_words;
-  // Rank of the node's boundary among the distinct boundaries of its feature: the global index
-  // into `bounds` is feature_bounds_begin[feature] + rank. -1 for leaves and categorical nodes.
+  // Index of the node's boundary in `bounds` (inside its feature's block); -1 for leaves and
+  // categorical nodes. Comparing two indices of one feature compares the boundaries.
   std::vector<std::int32_t> bound_index;
   // Features split on anywhere in the node's subtree: bit j for j < 64, bit (j % 64) beyond,
   // so an empty intersection is always a proof of disjointness.
   std::vector<std::uint64_t> subtree_features;
+  std::vector<std::int32_t> subtree_size;  // nodes in the subtree, itself included
 
   // ---- trees ----
   std::vector<std::int32_t> tree_root;
@@ -110,6 +111,8 @@ class Arena {
   std::vector<std::int32_t> tree_depth;
 
   // ---- distinct numeric boundaries, sorted, per feature ----
+  // Block j = [feature_bounds_begin[j], feature_bounds_begin[j+1]) holds -inf, the distinct
+  // boundaries of feature j in increasing order, then +inf.
   std::vector<double> bounds;
   std::vector<std::int32_t> feature_bounds_begin;  // n_features + 1 offsets into `bounds`
 

@@ -6,14 +6,18 @@
 // so there is no `E[f^2] - (E f)^2` cancellation, and the variance part is clamped at zero
 // against the last rounding error: the result is never negative.
 //
-// E[f_t] and Var f_t come from one walk of the nodes reachable under S (an unperturbed feature
-// fixes the branch). Cov(f_t, f_s) = sum_u (y_u - mu_t) E[(f_s - mu_s) 1(x' in box_u)], and the
-// inner expectation walks tree s inside box_u. Three exact prunings make that cheap:
+// Pass 1 walks, per tree, the nodes reachable under S (an unperturbed feature fixes the
+// branch), giving P(region) of each node, the tree's mean mu_t and each subtree's centred mass
+// sum_{leaves v below n} (y_v - mu_t) P(v). Pass 2 adds the covariances of tree pairs:
 //   * trees whose reachable perturbed features are disjoint are independent: Cov = 0;
-//   * where box_u does not cut a subtree's region on any feature the subtree splits on, the
-//     subtree's contribution is its precomputed centred mass scaled by P(box_u and region);
-//   * an interval that lies on one side of a split does not branch.
-// Pruning::None turns the first two off: that is the paper's pair walk, kept as the reference.
+//   * Cov(f_t, f_s) is a recursion over node pairs (n, m) inside the box R_n and R_m. When the
+//     two subtrees split on disjoint perturbed features and neither region cuts the other on
+//     the features below it, the subtrees are independent given the box and the pair
+//     contributes P(box) * E[f_t - mu_t | R_n] * E[f_s - mu_s | R_m], read off pass 1;
+//   * with one perturbed feature, f is a step function of it: a sort-and-sweep (here a
+//     bucket sweep over the feature's distinct boundaries) costs O(leaves + boundaries).
+// Pruning::None computes Cov by the paper's pre-order pair walk over all leaf pairs of all
+// tree pairs instead: the reference the fast paths are tested and benchmarked against.
 #pragma once
 
 #include <cstdint>
@@ -32,34 +36,30 @@ class Workspace {
  public:
   explicit Workspace(const Arena& arena);
 
-  struct Bound {
-    double b;      // boundary on the real line
-    double lower;  // P(x' < b)
-    double upper;  // P(x' > b)
+  // P(x' < b) and P(x' > b) at one boundary, each computed in its own tail.
+  struct Cdf {
+    double lower;
+    double upper;
   };
-  struct Interval {
-    Bound lo;
-    Bound hi;
-  };
+  // Intervals are pairs of indices into Arena::bounds (within one feature's block).
   struct Frame {
-    Interval c;         // new box interval on `feature` (when feature >= 0)
-    double r_lo, r_hi;  // new region interval on `feature` (inner walk only)
     double p;
-    std::uint64_t binding;
-    std::int32_t node;
+    std::uint64_t cut_a;  // features on which the box is narrower than the first region
+    std::uint64_t cut_b;  // ... than the second region (pair recursion only)
+    std::int32_t a;       // node (first tree)
+    std::int32_t b;       // node (second tree, pair recursion only)
     std::int32_t depth;
-    std::int32_t feature;
+    std::int32_t feature;  // interval changed on entry, or -1
+    std::int32_t side;     // which region changes with the box: 0 = first, 1 = second
+    std::int32_t box_lo, box_hi, region_lo, region_hi;
   };
   struct Undo {
-    Interval c;
-    double r_lo, r_hi;
-    std::int32_t depth;
-    std::int32_t feature;
+    std::int32_t depth, feature, side;
+    std::int32_t box_lo, box_hi, region_lo, region_hi;
   };
-
   struct SweepItem {
     std::int32_t node;
-    std::int32_t lo;  // interval on the swept feature, as global boundary indices
+    std::int32_t lo;  // interval on the swept feature
     std::int32_t hi;
   };
 
@@ -67,19 +67,21 @@ class Workspace {
   std::vector<double> p;        // P(x' in region of n)
   std::vector<double> centred;  // sum over leaves v below n of (y_v - mu_t) * P(v)
   std::vector<std::uint32_t> reach;
-  // CDFs at each distinct boundary (Arena::bounds), cached for the current row (valid when
-  // cdf_stamp[k] == row_epoch).
-  std::vector<Bound> cdf;
-  std::vector<std::uint32_t> cdf_stamp;
+  // Per boundary (Arena::bounds), for the current row; a feature's block is filled the first
+  // time the feature is perturbed in the row (feature_stamp[j] == row_epoch).
+  std::vector<Cdf> cdf;
+  std::vector<std::uint32_t> feature_stamp;
   std::vector<double> jump;  // per boundary: the jump of f there (single-feature sweep)
   // Per tree.
   std::vector<double> mu;
   std::vector<std::uint64_t> tree_mask;
   std::vector<std::int32_t> active;
-  // Per feature.
-  std::vector<Interval> box;
-  std::vector<double> region_lo, region_hi;
+  std::vector<std::int32_t> partners;
+  // Per feature: the current box and the two regions of the pair recursion.
+  std::vector<std::int32_t> box_lo, box_hi;
+  std::vector<std::int32_t> region_lo[2], region_hi[2];
   std::vector<std::uint8_t> perturbed;
+  std::uint64_t perturbed_mask = 0;
   // Stacks.
   std::vector<Frame> frames, inner_frames;
   std::vector<Undo> undo, inner_undo;
@@ -93,7 +95,8 @@ class Workspace {
   void begin_set();
 };
 
-// PG2(x, S) for one row; perturbed[j] != 0 marks j in S. NaN entries of x are never perturbed.
+// PG2(x, S) for the row of the last ws.begin_row; perturbed[j] != 0 marks j in S. NaN entries
+// of x are never perturbed.
 double pg2_row(const Arena& arena, const Noise& noise, const std::uint8_t* perturbed, Workspace& ws,
                Pruning pruning);
 
