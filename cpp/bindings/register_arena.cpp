@@ -4,6 +4,7 @@
 
 #include "convert.hpp"
 #include "pgexact/arena.hpp"
+#include "pgexact/serialize.hpp"
 
 namespace pgexact::bindings {
 
@@ -54,6 +55,22 @@ void register_arena(py::module_& m) {
             return out;
           },
           py::arg("X"), py::arg("output") = 0, "Raw output of every row, as the library computes it.")
+      .def(
+          "to_bytes", [](const Arena& a) { return py::bytes(serialize_arena(a)); },
+          "Compact binary form (validated again by from_bytes).")
+      .def_static(
+          "from_bytes",
+          [](const py::bytes& data) {
+            std::string bytes = data;
+            py::gil_scoped_release release;  // pure C++ on a private copy
+            return std::make_shared<Arena>(deserialize_arena(bytes));
+          },
+          py::arg("data"))
+      .def(py::pickle([](const Arena& a) { return py::make_tuple(py::bytes(serialize_arena(a))); },
+                      [](const py::tuple& state) {
+                        if (state.size() != 1) throw std::invalid_argument("Arena: bad pickle state");
+                        return std::make_shared<Arena>(deserialize_arena(state[0].cast<std::string>()));
+                      }))
       .def(
           "apply",
           [](const Arena& a, const CArray<double>& X) {

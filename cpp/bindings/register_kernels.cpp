@@ -108,6 +108,51 @@ void register_kernels(py::module_& m) {
       py::arg("arena"), py::arg("X"), py::arg("sigma"), py::arg("family"), py::arg("n_threads") = 0,
       py::arg("reference") = false);
 
+  m.def(
+      "expected",
+      [](const Arena& a, const CArray<double>& X, const CArray<std::uint8_t>& mask, const CArray<double>& sigma,
+         const CArray<std::uint8_t>& family, int n_threads) {
+        require_2d(X, a.n_features, "X");
+        const std::int64_t n = X.shape(0);
+        bool per_row = false;
+        if (mask.ndim() == 2) {
+          require_2d(mask, a.n_features, "features");
+          if (mask.shape(0) != n) throw std::invalid_argument("features: mask must have one row per row of X");
+          per_row = true;
+        } else {
+          require_1d(mask, a.n_features, "features");
+        }
+        const Noise noise = make_noise(a, sigma, family);
+        py::array_t<double> out(n);
+        const double* x = X.data();
+        const std::uint8_t* mk = mask.data();
+        double* o = out.mutable_data();
+        {
+          py::gil_scoped_release release;  // same reasoning as pg2
+          expected_batch(a, noise, x, n, mk, per_row, n_threads, o);
+        }
+        return out;
+      },
+      py::arg("arena"), py::arg("X"), py::arg("mask"), py::arg("sigma"), py::arg("family"), py::arg("n_threads") = 0);
+
+  m.def(
+      "first_moments",
+      [](const Arena& a, const CArray<double>& X, const CArray<double>& sigma, const CArray<std::uint8_t>& family,
+         int n_threads) {
+        require_2d(X, a.n_features, "X");
+        const std::int64_t n = X.shape(0);
+        const Noise noise = make_noise(a, sigma, family);
+        py::array_t<double> out({n, static_cast<std::int64_t>(a.n_features)});
+        const double* x = X.data();
+        double* o = out.mutable_data();
+        {
+          py::gil_scoped_release release;  // same reasoning as pg2
+          first_moments_batch(a, noise, x, n, n_threads, o);
+        }
+        return out;
+      },
+      py::arg("arena"), py::arg("X"), py::arg("sigma"), py::arg("family"), py::arg("n_threads") = 0);
+
   m.def("max_threads", []() { return resolve_threads(0); });
 }
 

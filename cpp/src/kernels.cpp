@@ -378,6 +378,7 @@ Workspace::Workspace(const Arena& arena) {
   cdf.assign(arena.bounds.size(), Cdf{0.0, 0.0});
   feature_stamp.assign(d, 0);
   jump.assign(arena.bounds.size(), 0.0);
+  moment.assign(arena.bounds.size(), 0.0);
   mu.assign(t, 0.0);
   tree_mask.assign(t, 0);
   active.reserve(t);
@@ -415,22 +416,98 @@ void Workspace::begin_set() {
   }
 }
 
-double pg2_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed, Workspace& ws,
-               Pruning pruning) {
+namespace {
+
+// Marks the effectively perturbed features (requested and not NaN) and fills their boundary
+// CDFs. Returns how many there are; *last is the highest one.
+std::int32_t set_perturbed(const Arena& a, const Noise& noise, const std::uint8_t* perturbed, Workspace& ws,
+                           std::int32_t* last) {
   const double* x = ws.row;
-  const std::int32_t d = a.n_features;
   std::int32_t count = 0;
-  std::int32_t last = -1;
   ws.perturbed_mask = 0;
-  for (std::int32_t j = 0; j < d; ++j) {
+  for (std::int32_t j = 0; j < a.n_features; ++j) {
     ws.perturbed[j] = (perturbed[j] != 0 && !std::isnan(x[j])) ? 1 : 0;
     if (ws.perturbed[j]) {
       ++count;
-      last = j;
+      *last = j;
       ws.perturbed_mask |= feature_bit(j);
       fill_feature_cdf(a, noise, ws, j);
     }
   }
+  return count;
+}
+
+double expected_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed, Workspace& ws) {
+  std::int32_t last = -1;
+  set_perturbed(a, noise, perturbed, ws, &last);
+  ws.begin_set();
+  double sum = 0.0;
+  for (std::int64_t t = 0; t < a.n_trees(); ++t) {
+    double v = 0.0;
+    double b = 0.0;
+    tree_moments(a, ws, t, &v, &b);  // sets mu[t], also for a tree the noise cannot move
+    sum += ws.mu[t];
+  }
+  return a.base_score[0] + sum;
+}
+
+// Adds, for every tree, sum over reachable leaves u of (y_u - f_t(x)) P(u) E[delta_j | box_u]
+// to out[j]: the first moments E[delta_j f(x + delta)] (centring by f_t(x) changes nothing,
+// as E[delta_j] = 0, but keeps the terms small).
+void first_moments_row(const Arena& a, const Noise& noise, const std::uint8_t* all, Workspace& ws, double* out) {
+  const double* x = ws.row;
+  const std::int32_t d = a.n_features;
+  std::int32_t last = -1;
+  set_perturbed(a, noise, all, ws, &last);
+  for (std::int32_t j = 0; j < d; ++j) {
+    out[j] = 0.0;
+    if (!ws.perturbed[j]) continue;
+    const std::int32_t begin = a.feature_bounds_begin[j];
+    const std::int32_t end = a.feature_bounds_begin[j + 1];
+    for (std::int32_t k = begin; k < end; ++k) {
+      ws.moment[k] = noise_partial_moment(noise.family[j], noise.sigma[j], a.bounds[k] - x[j]);
+    }
+  }
+  auto& frames = ws.frames;
+  for (std::int64_t t = 0; t < a.n_trees(); ++t) {
+    const double c_x = a.value[a.leaf_of(t, x)];
+    frames.clear();
+    frames.push_back(plain_frame(1.0, a.tree_root[t], 0));
+    while (!frames.empty()) {
+      const Frame f = frames.back();
+      frames.pop_back();
+      enter(ws, ws.undo, f);
+      const std::int32_t n = f.a;
+      const std::int32_t j = a.feature[n];
+      if (j >= 0) {
+        if (!ws.perturbed[j]) {
+          frames.push_back(plain_frame(f.p, fixed_child(a, n, x), f.depth + 1));
+        } else {
+          push_box_children(a, ws, frames, n, f.p, f.depth);
+        }
+        continue;
+      }
+      const double w = (a.value[n] - c_x) * f.p;
+      if (w == 0.0) continue;
+      for (std::int32_t k = 0; k < d; ++k) {
+        const std::int32_t lo = ws.box_lo[k];
+        const std::int32_t hi = ws.box_hi[k];
+        if (lo == a.feature_bounds_begin[k] && hi == a.feature_bounds_begin[k + 1] - 1) continue;  // E[delta_k] = 0
+        const double m = mass(ws, lo, hi);
+        if (m > 0.0) out[k] += w * ((ws.moment[hi] - ws.moment[lo]) / m);
+      }
+    }
+    unwind(ws, ws.undo, 0);
+  }
+}
+
+}  // namespace
+
+double pg2_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed, Workspace& ws,
+               Pruning pruning) {
+  const std::int32_t d = a.n_features;
+  std::int32_t last = -1;
+  const std::int32_t count = set_perturbed(a, noise, perturbed, ws, &last);
   if (count == 0) return 0.0;
   if (count == 1 && pruning == Pruning::Full) return pg2_single_feature(a, ws, last);
   ws.begin_set();
@@ -561,6 +638,51 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
         mask[rk[k]] = 1;
         out[i * n_steps + k] = pg2_row(a, noise, mask.data(), ws, pruning);
       }
+    }
+  }
+  (void)threads;
+}
+
+void expected_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
+                    const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out) {
+  noise.validate(a.n_features);
+  check_perturbable(a, perturbed, mask_per_row ? n_rows : 1);
+  const std::int64_t d = a.n_features;
+  const int threads = resolve_threads(n_threads);
+#ifdef PGEXACT_OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+  {
+    Workspace ws(a);
+#ifdef PGEXACT_OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (std::int64_t i = 0; i < n_rows; ++i) {
+      ws.begin_row(X + i * d);
+      out[i] = expected_row(a, noise, perturbed + (mask_per_row ? i * d : 0), ws);
+    }
+  }
+  (void)threads;
+}
+
+void first_moments_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
+                         int n_threads, double* out) {
+  noise.validate(a.n_features);
+  const std::int64_t d = a.n_features;
+  const std::vector<std::uint8_t> all(static_cast<std::size_t>(d), 1);
+  check_perturbable(a, all.data(), 1);
+  const int threads = resolve_threads(n_threads);
+#ifdef PGEXACT_OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+  {
+    Workspace ws(a);
+#ifdef PGEXACT_OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (std::int64_t i = 0; i < n_rows; ++i) {
+      ws.begin_row(X + i * d);
+      first_moments_row(a, noise, all.data(), ws, out + i * d);
     }
   }
   (void)threads;

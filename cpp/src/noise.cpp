@@ -37,6 +37,29 @@ CdfPair noise_cdf(NoiseFamily family, double sigma, double u) {
   return {0.0, 1.0};
 }
 
+double noise_partial_moment(NoiseFamily family, double sigma, double u) {
+  if (std::isinf(u)) return 0.0;
+  switch (family) {
+    case NoiseFamily::Normal: {
+      // -sigma * phi(u / sigma)
+      const double z = u / sigma;
+      return -sigma * std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_PI);
+    }
+    case NoiseFamily::Uniform: {
+      // u^2 / (4a) inside the support, constant a / 4 outside; shifted so that G(+-inf) = 0.
+      const double a = sigma * std::sqrt(3.0);
+      const double c = std::fmin(std::fabs(u), a);
+      return (c * c - a * a) / (4.0 * a);
+    }
+    case NoiseFamily::Laplace: {
+      const double b = sigma * M_SQRT1_2;
+      const double au = std::fabs(u);
+      return -0.5 * (au + b) * std::exp(-au / b);
+    }
+  }
+  return 0.0;
+}
+
 void Noise::validate(std::int64_t n_features) const {
   if (static_cast<std::int64_t>(sigma.size()) != n_features ||
       static_cast<std::int64_t>(family.size()) != n_features) {

@@ -72,6 +72,7 @@ class Workspace {
   std::vector<Cdf> cdf;
   std::vector<std::uint32_t> feature_stamp;
   std::vector<double> jump;  // per boundary: the jump of f there (single-feature sweep)
+  std::vector<double> moment;  // per boundary: noise_partial_moment there (first moments)
   // Per tree.
   std::vector<double> mu;
   std::vector<std::uint64_t> tree_mask;
@@ -114,6 +115,15 @@ void pg2_batch(const Arena& arena, const Noise& noise, const double* X, std::int
 void pg2_curve_batch(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                      const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps,
                      int n_threads, Pruning pruning, double* out);
+
+// E[f(x')] for n rows: the expected raw output when the masked features are perturbed.
+void expected_batch(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
+                    const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out);
+
+// out[i, j] = E[delta_j * f(x_i + delta)] with every feature perturbed (0 where x_ij is NaN,
+// which stays missing). With PG2 of all features these give Yeh et al.'s infidelity exactly.
+void first_moments_batch(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
+                         int n_threads, double* out);
 
 // Resolves n_threads (<= 0: all available) the same way for every batch function.
 int resolve_threads(int n_threads);

@@ -24,6 +24,9 @@ struct CdfPair {
 // P(delta < u) and P(delta > u) for one family and scale.
 CdfPair noise_cdf(NoiseFamily family, double sigma, double u);
 
+// G(u) with G' (u) = u p(u) and G(+-inf) = 0, so E[delta 1(l < delta < h)] = G(h) - G(l).
+double noise_partial_moment(NoiseFamily family, double sigma, double u);
+
 // Per-feature noise: family and standard deviation of each feature's delta.
 struct Noise {
   std::vector<NoiseFamily> family;
