@@ -8,6 +8,8 @@ namespace py = pybind11;
 namespace pgexact::bindings {
 void register_arena(py::module_& m);
 void register_xgboost(py::module_& m);
+void register_lightgbm(py::module_& m);
+void register_arrays(py::module_& m);
 void register_kernels(py::module_& m);
 }  // namespace pgexact::bindings
 
@@ -17,6 +19,8 @@ PYBIND11_MODULE(_core, m) {
   py::register_exception<pgexact::ModelError>(m, "ModelError", PyExc_ValueError);
   pgexact::bindings::register_arena(m);
   pgexact::bindings::register_xgboost(m);
+  pgexact::bindings::register_lightgbm(m);
+  pgexact::bindings::register_arrays(m);
   pgexact::bindings::register_kernels(m);
 #ifdef PGEXACT_OPENMP
   m.attr("openmp") = true;

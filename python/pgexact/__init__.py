@@ -7,8 +7,10 @@
 
 from __future__ import annotations
 
+from . import noise
 from ._adapters import load
 from ._api import pg2, pg2_curve, pgi2, pgu2, rank
+from ._moments import expected, infidelity
 from .ensemble import TreeEnsemble
 
 __version__ = "0.1.0"
@@ -16,7 +18,10 @@ __version__ = "0.1.0"
 __all__ = [
     "TreeEnsemble",
     "__version__",
+    "expected",
+    "infidelity",
     "load",
+    "noise",
     "pg2",
     "pg2_curve",
     "pgi2",

@@ -11,13 +11,16 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
-from . import _core
+from . import _core, _lightgbm, _sklearn
 from ._validation import as_output
 from .ensemble import TreeEnsemble
 
 SUPPORTED = (
     "xgboost Booster / XGBRegressor / XGBClassifier / XGBRFRegressor / XGBRFClassifier, "
-    "a path to an XGBoost .json / .ubj model file, or a pgexact.TreeEnsemble"
+    "lightgbm Booster / LGBMRegressor / LGBMClassifier, "
+    "scikit-learn DecisionTree* / ExtraTree* / RandomForest* / ExtraTrees* / GradientBoosting* / "
+    "HistGradientBoosting* (regressor or classifier), "
+    "a path to an XGBoost .json / .ubj or LightGBM text model file, or a pgexact.TreeEnsemble"
 )
 
 
@@ -90,23 +93,30 @@ def _from_path(path: str, output: Optional[int]) -> TreeEnsemble:
     if not raw:
         raise ValueError(f"model: file {path!r} is empty")
     head = raw.lstrip()[:1]
+    if _lightgbm.looks_like_lightgbm_text(raw):
+        return _lightgbm.lightgbm_ensemble(raw, output, -1, f"LightGBM file {os.path.basename(path)}")
     if head == b"{" or path.endswith((".json", ".ubj")):
         ens, _, _ = _xgboost_ensemble(raw, output, -1, f"XGBoost file {os.path.basename(path)}")
         return ens
-    raise ValueError(f"model: {path!r} is not a recognised model file (expected XGBoost .json / .ubj)")
+    raise ValueError(
+        f"model: {path!r} is not a recognised model file (expected XGBoost .json / .ubj or a LightGBM text model)"
+    )
 
 
 _ADAPTERS: List[Tuple[Callable[[Any], bool], Callable[[Any, Optional[int]], TreeEnsemble]]] = [
     (lambda m: _qualname(m)[0].startswith("xgboost") and hasattr(m, "save_raw"), _from_xgboost),
     (lambda m: _qualname(m)[0].startswith("xgboost") and hasattr(m, "get_booster"), _from_xgboost),
+    (_lightgbm.is_lightgbm, _lightgbm.from_lightgbm),
+    (_sklearn.accepts, _sklearn.from_sklearn),
 ]
 
 
 def load(model: Any, output: Optional[int] = None) -> TreeEnsemble:
     """Turn a supported model (object or file path) into a :class:`TreeEnsemble`.
 
-    ``output`` selects the output column: binary boosted classifiers default to the margin;
-    multi-class models require it.
+    ``output`` selects the output column: binary boosted classifiers default to the margin,
+    forest-style scikit-learn classifiers to the probability of class 1; multi-class models
+    require it.
     """
     if isinstance(model, TreeEnsemble):
         if output is not None and int(output) != model.output:

@@ -14,7 +14,6 @@ from ._validation import (
     as_n_jobs,
     as_noise,
     as_ranking,
-    as_sigma,
     ranking_from_attributions,
 )
 from .ensemble import TreeEnsemble
@@ -25,7 +24,8 @@ def _prepare(model: Any, X: Any, sigma: Any, noise: Any, n_jobs: Any, output: Op
     ens = load(model, output=output)
     Xa = as_matrix(X, ens)
     d = ens.n_features
-    return ens, Xa, as_sigma(sigma, d), as_noise(noise, d), as_n_jobs(n_jobs)
+    sig, fam = as_noise(noise, sigma, d)
+    return ens, Xa, sig, fam, as_n_jobs(n_jobs)
 
 
 def pg2(model: Any, X: Any, features: Any, *, sigma: Any = 0.3, noise: Any = "normal",

@@ -7,7 +7,7 @@ uint8 arrays) or raises ``ValueError`` / ``TypeError`` naming the argument and w
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
 
 import numpy as np
 
@@ -81,26 +81,73 @@ def as_sigma(sigma: Any, d: int) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def as_noise(noise: Any, d: int) -> np.ndarray:
-    """Noise family codes per feature from a name or a sequence of names."""
-    if isinstance(noise, str):
-        names: Sequence[Any] = [noise] * d
-    elif isinstance(noise, (list, tuple, np.ndarray)):
-        names = list(noise)
-        if len(names) != d:
-            raise ValueError(f"noise: expected one family per feature ({d}), got {len(names)}")
-    else:
-        raise TypeError(
-            f"noise: expected one of {sorted(set(NOISE_FAMILIES) - {'gaussian'})} or a list of them, "
-            f"got {type(noise).__name__}"
-        )
-    codes = np.empty(d, dtype=np.uint8)
-    for j, n in enumerate(names):
-        key = n.lower() if isinstance(n, str) else None
+def _noise_item(item: Any, j: Optional[int]) -> Any:
+    """A NoiseFamily instance from a name or an object (``j``: position in a per-feature list)."""
+    from . import noise as _noise
+
+    where = "noise" if j is None else f"noise[{j}]"
+    if isinstance(item, str):
+        key = item.lower()
         if key not in NOISE_FAMILIES:
-            raise ValueError(f"noise: unknown family {n!r}; expected 'normal', 'uniform' or 'laplace'")
-        codes[j] = NOISE_FAMILIES[key]
-    return codes
+            raise ValueError(f"{where}: unknown family {item!r}; expected 'normal', 'uniform' or 'laplace'")
+        return _noise.FAMILIES[key]()
+    if isinstance(item, _noise.NoiseFamily) and type(item) in (_noise.Normal, _noise.Uniform, _noise.Laplace):
+        return item
+    if isinstance(item, type) and issubclass(item, _noise.NoiseFamily) and item is not _noise.NoiseFamily:
+        return item()
+    raise TypeError(
+        f"{where}: expected 'normal', 'uniform', 'laplace' or a pgexact.noise.Normal / Uniform / Laplace "
+        f"object, got {type(item).__name__}; arbitrary CDFs are not supported by the exact kernels"
+    )
+
+
+def as_noise(noise: Any, sigma: Any, d: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Per-feature standard deviations (float64) and family codes (uint8) for the kernels.
+
+    ``noise`` is a family name, a ``pgexact.noise`` object, or a sequence with one of those per
+    feature. ``sigma`` is the metric's ``sigma`` argument (positive float or (d,) array). A noise
+    object that carries its own ``sigma`` overrides the argument for the features it applies to;
+    ``sigma=None`` is accepted when the objects cover every feature.
+    """
+    if isinstance(noise, (list, tuple, np.ndarray)):
+        items = list(noise)
+        if len(items) != d:
+            raise ValueError(f"noise: expected one family per feature ({d}), got {len(items)}")
+        families = [_noise_item(item, j) for j, item in enumerate(items)]
+        own = np.full(d, np.nan)
+        for j, fam in enumerate(families):
+            s = fam.sigma
+            if s is None:
+                continue
+            if not isinstance(s, float):
+                raise ValueError(f"noise[{j}]: an object inside a per-feature list must carry a scalar sigma")
+            own[j] = s
+    else:
+        fam = _noise_item(noise, None)
+        families = [fam] * d
+        own = np.full(d, np.nan)
+        s = fam.sigma
+        if s is not None:
+            arr = np.asarray(s, dtype=np.float64)
+            if arr.ndim == 0:
+                own[:] = float(arr)
+            elif arr.shape == (d,):
+                own[:] = arr
+            else:
+                raise ValueError(f"noise: the object's sigma has shape {arr.shape}; expected a scalar or ({d},)")
+    covered = ~np.isnan(own)
+    if sigma is None and bool(np.all(covered)):
+        sig = own.copy()
+    else:
+        if sigma is None:
+            raise TypeError(
+                f"sigma: expected a positive float or an array of {d} (None is only accepted when the "
+                "noise objects carry a sigma for every feature)"
+            )
+        sig = as_sigma(sigma, d).copy()
+        sig[covered] = own[covered]
+    codes = np.fromiter((f.code for f in families), dtype=np.uint8, count=d)
+    return np.ascontiguousarray(sig), codes
 
 
 def _feature_index(f: Any, ensemble: "TreeEnsemble", name: str) -> int:
@@ -170,8 +217,12 @@ def as_ranking(ranking: Any, d: int, n_rows: int, name: str = "ranking") -> np.n
     return arr
 
 
-def ranking_from_attributions(attributions: Any, d: int, n_rows: int) -> np.ndarray:
-    """Most important first: descending |attribution|, ties to the lower index."""
+def as_attributions(attributions: Any, d: int, n_rows: int) -> np.ndarray:
+    """Finite (n, d) float64 attributions; a (d,) vector applies to every row."""
+    if _is_dataframe(attributions):
+        attributions = attributions.to_numpy()
+    if hasattr(attributions, "values") and hasattr(attributions, "base_values"):
+        attributions = attributions.values  # a shap.Explanation
     try:
         arr = np.asarray(attributions, dtype=np.float64)
     except (TypeError, ValueError):
@@ -182,6 +233,12 @@ def ranking_from_attributions(attributions: Any, d: int, n_rows: int) -> np.ndar
         raise ValueError(f"attributions: expected shape ({n_rows}, {d}), got {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise ValueError("attributions: values must be finite (no NaN or inf)")
+    return np.ascontiguousarray(arr)
+
+
+def ranking_from_attributions(attributions: Any, d: int, n_rows: int) -> np.ndarray:
+    """Most important first: descending |attribution|, ties to the lower index."""
+    arr = as_attributions(attributions, d, n_rows)
     # A stable sort of -|a| keeps equal magnitudes in index order.
     return np.ascontiguousarray(np.argsort(-np.abs(arr), axis=1, kind="stable"), dtype=np.int64)
 
@@ -215,3 +272,85 @@ def as_output(output: Optional[Union[int, np.integer]], n_outputs: int, what: st
     if not 0 <= k < n_outputs:
         raise ValueError(f"output: {k} is out of range; this {what} has {n_outputs} output(s)")
     return k
+
+
+# -- explainer arguments (pgexact.Explainer / Explanation) -------------------------------------
+def as_choice(value: Any, choices: Tuple[str, ...], name: str) -> str:
+    """One of a fixed set of option names (case-insensitive), returned in lower case."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected one of {', '.join(map(repr, choices))}, got {value!r}")
+    key = value.lower()
+    if key not in choices:
+        raise ValueError(f"{name}: unknown value {value!r}; expected one of {', '.join(map(repr, choices))}")
+    return key
+
+
+def as_importance_scheme(scheme: Any, d: int) -> Tuple[str, int]:
+    """Global-importance scheme: ``"geom"``, ``"gain"`` or ``"top<K>"`` with 1 <= K <= d.
+
+    Returns ``(kind, K)`` with kind ``"geom"``, ``"gain"`` or ``"top"`` (K is 0 unless "top").
+    """
+    expected = "'geom', 'gain', 'top1', 'top2', 'top3' (or 'top<K>' with K <= the number of features)"
+    if not isinstance(scheme, str):
+        raise TypeError(f"scheme: expected {expected}, got {scheme!r}")
+    key = scheme.lower()
+    if key in ("geom", "gain"):
+        return key, 0
+    if key.startswith("top") and key[3:].isdigit():
+        k = int(key[3:])
+        if not 1 <= k <= d:
+            raise ValueError(f"scheme: {scheme!r} needs 1 <= K <= {d} (the number of features)")
+        return "top", k
+    raise ValueError(f"scheme: unknown scheme {scheme!r}; expected {expected}")
+
+
+def as_positive_int(value: Any, name: str, allow_none: bool = False) -> Optional[int]:
+    """A positive integer (or None when allowed)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}: expected a positive integer{' or None' if allow_none else ''}, got {value!r}")
+    if int(value) < 1:
+        raise ValueError(f"{name}: expected a positive integer, got {int(value)}")
+    return int(value)
+
+
+def as_row_index(index: Any, n_rows: int) -> Union[int, slice, np.ndarray]:
+    """Rows to select: an integer, a slice, integer positions or a boolean mask of length n_rows.
+
+    An integer is returned as a non-negative int (out of range: ``IndexError``); positions and
+    masks as an int64 array; slices unchanged.
+    """
+    if isinstance(index, tuple):
+        raise TypeError("index: only rows can be selected (ex[i], ex[a:b], ex[[i, j]] or a boolean mask); "
+                        "select features with the returned arrays or with to_shap()")
+    if isinstance(index, slice):
+        return index
+    if isinstance(index, (bool, np.bool_)):
+        raise TypeError(f"index: expected an integer, a slice, positions or a boolean mask, got {index!r}")
+    if isinstance(index, numbers.Integral):
+        i = int(index)
+        if not -n_rows <= i < n_rows:
+            raise IndexError(f"index: row {i} is out of range for {n_rows} rows")
+        return i % n_rows
+    if isinstance(index, (str, bytes)) or index is None:
+        raise TypeError(f"index: expected an integer, a slice, positions or a boolean mask, got {index!r}")
+    try:
+        arr = np.asarray(index)
+    except Exception:
+        raise TypeError(f"index: expected an integer, a slice, positions or a boolean mask, got "
+                        f"{type(index).__name__}") from None
+    if arr.ndim != 1:
+        raise ValueError(f"index: expected a 1-D array of positions or a boolean mask, got {arr.ndim}-D")
+    if arr.dtype == np.bool_:
+        if arr.shape != (n_rows,):
+            raise ValueError(f"index: a boolean mask must have length {n_rows}, got {arr.shape[0]}")
+        return np.flatnonzero(arr)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"index: expected integer positions or a boolean mask, got dtype {arr.dtype}")
+    if np.any((arr < -n_rows) | (arr >= n_rows)):
+        bad = int(arr[(arr < -n_rows) | (arr >= n_rows)][0])
+        raise IndexError(f"index: row {bad} is out of range for {n_rows} rows")
+    return np.ascontiguousarray(arr % n_rows, dtype=np.int64) if n_rows else arr.astype(np.int64)

@@ -103,6 +103,25 @@ class TreeEnsemble:
         """Arena id of the leaf each tree reaches for each row, shape (n, n_trees)."""
         return self._arena.apply(as_matrix(X, self))
 
+    # -- pickling: the arena travels as its compact binary form and is validated on arrival --
+    def __getstate__(self) -> Dict[str, Any]:
+        return {
+            "arena": self._arena.to_bytes(),
+            "feature_names": self._feature_names,
+            "output": self._output,
+            "n_outputs": self._n_outputs,
+            "source": self._source,
+            "meta": self._meta,
+        }
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self._arena = _core.Arena.from_bytes(state["arena"])
+        self._feature_names = state["feature_names"]
+        self._output = state["output"]
+        self._n_outputs = state["n_outputs"]
+        self._source = state["source"]
+        self._meta = state["meta"]
+
     def __repr__(self) -> str:
         out = f", output={self._output}" if self._n_outputs > 1 else ""
         return (

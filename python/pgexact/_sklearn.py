@@ -1,0 +1,324 @@
+"""scikit-learn adapters: decision trees, random forests, extra trees, gradient boosting and
+histogram gradient boosting, regressors and classifiers.
+
+The trees are read as numpy arrays (node fields by name) and handed to the C++ arena builder,
+which validates them. What each model's raw output ``f`` is:
+
+* ``DecisionTree*`` / ``ExtraTree*`` / ``RandomForest*`` / ``ExtraTrees*``: the input is cast to
+  float32 and ``x <= t`` goes left (t in float64); NaN follows ``missing_go_to_left``. Regressors:
+  the prediction (output k = target k of a multi-output regressor). Classifiers: the class
+  fraction of the leaf, ``predict_proba[:, k]`` (forests average over their trees).
+* ``GradientBoosting*``: float32 input, ``x <= t``; leaves times ``learning_rate``, plus the
+  init estimator's raw prediction; K trees per stage. Output k is ``decision_function[:, k]``
+  (a regressor's ``predict``; a binary classifier's log-odds).
+* ``HistGradientBoosting*``: float64 input, ``x <= t``; NaN follows ``missing_go_to_left``;
+  categorical splits through the model's own category encoder; baseline plus leaves (already
+  shrunk). Output k is the raw prediction (``decision_function``; a regressor's ``predict``
+  on the link scale, i.e. log for the Poisson and gamma losses).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from . import _core
+from ._validation import as_output
+from .ensemble import TreeEnsemble
+
+
+def is_sklearn(model: Any) -> bool:
+    return any((c.__module__ or "").startswith("sklearn.") for c in type(model).__mro__)
+
+
+def _fitted(model: Any) -> None:
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    try:
+        check_is_fitted(model)
+    except NotFittedError:
+        raise ValueError(f"model: this {type(model).__name__} is not fitted") from None
+
+
+def _feature_names(model: Any) -> Optional[List[str]]:
+    names = getattr(model, "feature_names_in_", None)
+    return None if names is None else [str(n) for n in names]
+
+
+def _sklearn_version() -> Tuple[int, int]:
+    import sklearn
+
+    parts = sklearn.__version__.split(".")
+    return int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0)
+
+
+def _classifier_output(output: Optional[int], n_classes: int, what: str) -> int:
+    """Forest-style classifiers: binary defaults to the probability of class 1."""
+    if output is None and n_classes == 2:
+        return 1
+    if output is None and n_classes == 1:
+        return 0
+    return as_output(output, n_classes, what)
+
+
+# --------------------------------------------------------------------------- trees and forests
+def _tree_dict(tree: Any, value: np.ndarray, weight: float, missing: bool = True) -> Dict[str, Any]:
+    n = tree.node_count
+    left = np.asarray(tree.children_left[:n], dtype=np.int64)
+    mgl = getattr(tree, "missing_go_to_left", None)
+    if mgl is None or not missing:
+        mgl = np.zeros(n, dtype=np.uint8)
+    return {
+        "children_left": left,
+        "children_right": np.asarray(tree.children_right[:n], dtype=np.int64),
+        "feature": np.asarray(tree.feature[:n], dtype=np.int64),
+        "threshold": np.asarray(tree.threshold[:n], dtype=np.float64),
+        "value": np.ascontiguousarray(value, dtype=np.float64),
+        "missing_go_to_left": np.asarray(mgl[:n], dtype=np.uint8),
+        "weight": float(weight),
+    }
+
+
+def _leaf_values(est: Any, k: int, classifier: bool) -> np.ndarray:
+    """Per-node values of output k exactly as the estimator's predict / predict_proba reads them."""
+    tree = est.tree_
+    value = np.asarray(tree.value)[: tree.node_count]
+    if not classifier:
+        return value[:, k, 0]
+    n_classes = int(np.atleast_1d(est.n_classes_)[0])
+    proba = np.ascontiguousarray(value[:, 0, :n_classes])
+    if _sklearn_version() < (1, 4):
+        # scikit-learn < 1.4 stored weighted counts and normalised them in predict_proba.
+        normalizer = proba.sum(axis=1)[:, np.newaxis]
+        normalizer[normalizer == 0.0] = 1.0
+        proba = proba / normalizer
+    return proba[:, k]
+
+
+def _trees_ensemble(model: Any, estimators: List[Any], output: Optional[int], source: str,
+                    forest: bool) -> TreeEnsemble:
+    from sklearn.base import is_classifier
+
+    classifier = is_classifier(model)
+    n_outputs_y = int(getattr(model, "n_outputs_", 1))
+    if classifier:
+        if n_outputs_y != 1:
+            raise ValueError(f"model: multi-output classifiers ({type(model).__name__} with "
+                             f"{n_outputs_y} targets) are not supported")
+        n_classes = int(np.atleast_1d(model.n_classes_)[0])
+        k = _classifier_output(output, n_classes, f"{type(model).__name__} (output k = probability of class k)")
+        n_outputs = n_classes
+    else:
+        k = as_output(output, n_outputs_y, f"multi-output {type(model).__name__}")
+        n_outputs = n_outputs_y
+    if not estimators:
+        raise ValueError(f"model: this {type(model).__name__} has no trees")
+    # Forests average their trees: predict = (sum of tree predictions) / T.
+    weight = 1.0 / len(estimators) if forest else 1.0
+    trees = [_tree_dict(e.tree_, _leaf_values(e, k, classifier), weight) for e in estimators]
+    arena = _core.build_arena_from_arrays(trees, np.zeros(1), int(model.n_features_in_), "<=", True, "none")
+    meta = {"library": "sklearn", "classifier": classifier, "n_estimators": len(estimators)}
+    if classifier:
+        meta["classes"] = list(np.asarray(model.classes_).tolist())
+    return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=n_outputs,
+                        source=source, meta=meta)
+
+
+# --------------------------------------------------------------------------- gradient boosting
+def _gb_base(model: Any, K: int) -> np.ndarray:
+    """The init estimator's raw prediction, which must not depend on X."""
+    d = int(model.n_features_in_)
+    rng = np.random.default_rng(0)
+    probe = np.vstack([np.zeros(d), np.ones(d), rng.normal(size=(4, d)) * 10.0]).astype(np.float32)
+    raw = np.asarray(model._raw_predict_init(probe), dtype=np.float64).reshape(probe.shape[0], K)
+    if not np.all(raw == raw[0]):
+        raise ValueError(
+            f"model: the init estimator of this {type(model).__name__} ({type(model.init_).__name__}) "
+            "predicts different values for different rows; pgexact needs a constant initial prediction "
+            "(the default init, a Dummy* estimator, or init='zero')"
+        )
+    return raw[0].copy()
+
+
+def _gb_ensemble(model: Any, output: Optional[int], source: str) -> TreeEnsemble:
+    from sklearn.base import is_classifier
+
+    estimators = np.asarray(model.estimators_, dtype=object)
+    n_stages, K = estimators.shape
+    what = f"{type(model).__name__} (output k = raw prediction of class k)"
+    k = as_output(output, K, what)
+    base = _gb_base(model, K)
+    lr = float(model.learning_rate)
+    # predict_stages adds learning_rate * value; it compares float32 X with `<=` and has no NaN
+    # branch, so a NaN (which scikit-learn refuses at predict) would go right.
+    trees = []
+    for i in range(n_stages):
+        tree = estimators[i, k].tree_
+        trees.append(_tree_dict(tree, np.asarray(tree.value)[: tree.node_count, 0, 0], lr, missing=False))
+    arena = _core.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_), "<=", True, "none")
+    meta = {"library": "sklearn", "classifier": is_classifier(model), "n_stages": n_stages,
+            "learning_rate": lr, "init": "zero" if isinstance(model.init_, str) else type(model.init_).__name__}
+    return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=K,
+                        source=source, meta=meta)
+
+
+# --------------------------------------------------------------------------- histogram GB
+def _bits_to_words(left: np.ndarray) -> np.ndarray:
+    """bool array over 0..32W-1 -> W uint32 words, bit c of word c // 32 = entry c."""
+    n_words = len(left) // 32
+    bits = left.reshape(n_words, 32).astype(np.uint64)
+    return (bits << np.arange(32, dtype=np.uint64)).sum(axis=1).astype(np.uint32)
+
+
+def _in_bitset(words: np.ndarray, c: int) -> bool:
+    return bool((int(words[c // 32]) >> (c % 32)) & 1)
+
+
+class _HistCategories:
+    """Maps HistGradientBoosting's internal (encoded) categorical features back to raw input."""
+
+    def __init__(self, model: Any):
+        d = int(model.n_features_in_)
+        is_cat = getattr(model, "is_categorical_", None)
+        self.prep = getattr(model, "_preprocessor", None)
+        if self.prep is None or is_cat is None:
+            self.original = np.arange(d)
+            self.categories: Dict[int, np.ndarray] = {}
+            return
+        is_cat = np.asarray(is_cat, dtype=bool)
+        # The preprocessor's ColumnTransformer puts the encoded categorical columns first.
+        cat_cols = np.flatnonzero(is_cat)
+        self.original = np.concatenate([cat_cols, np.flatnonzero(~is_cat)])
+        encoder = self.prep.named_transformers_["encoder"]
+        names = _feature_names(model)
+        self.categories = {}
+        for i, (col, cats) in enumerate(zip(cat_cols, encoder.categories_)):
+            name = repr(names[col]) if names else f"{col}"
+            cats = np.asarray(cats)
+            try:
+                raw = cats.astype(np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"model: categorical feature {name} of this {type(model).__name__} has non-numeric "
+                    "categories; pgexact reads numeric input only"
+                ) from None
+            raw = raw[~np.isnan(raw)]
+            if raw.size and (np.any(raw < 0) or np.any(raw != np.floor(raw)) or np.max(raw) >= 2 ** 24):
+                raise ValueError(
+                    f"model: categorical feature {name} of this {type(model).__name__} has categories that "
+                    "are not integers in [0, 2^24); pgexact supports integer-coded categories only"
+                )
+            self.categories[i] = raw  # remapped feature i, code c -> raw value raw[c]
+        self.known, self.f_idx_map = model._bin_mapper.make_known_categories_bitsets()
+
+    def bitset(self, feature: int, raw_left: np.ndarray, missing_left: bool) -> np.ndarray:
+        """Raw-integer bitset of the values that go left at a categorical node of `feature`."""
+        raw = self.categories[feature]
+        top = int(np.max(raw)) if raw.size else 0
+        n_words = top // 32 + 1
+        # Unknown categories (any integer the encoder does not know) follow the missing direction.
+        left = np.full(32 * n_words, bool(missing_left))
+        known = self.known[self.f_idx_map[feature]]
+        for code, value in enumerate(raw):
+            if _in_bitset(raw_left, code):
+                goes_left = True
+            elif _in_bitset(known, code):
+                goes_left = False
+            else:
+                goes_left = bool(missing_left)  # binned data never saw it: treated as missing
+            left[int(value)] = goes_left
+        return _bits_to_words(left)
+
+
+def _hist_tree(predictor: Any, cats: _HistCategories) -> Dict[str, Any]:
+    nodes = predictor.nodes
+    leaf = np.asarray(nodes["is_leaf"], dtype=bool)
+    remapped = np.asarray(nodes["feature_idx"], dtype=np.int64)
+    feature = np.where(leaf, 0, cats.original[np.where(leaf, 0, remapped)])
+    out = {
+        "children_left": np.where(leaf, -1, np.asarray(nodes["left"], dtype=np.int64)),
+        "children_right": np.where(leaf, -1, np.asarray(nodes["right"], dtype=np.int64)),
+        "feature": feature,
+        "threshold": np.asarray(nodes["num_threshold"], dtype=np.float64),
+        "value": np.asarray(nodes["value"], dtype=np.float64),
+        "missing_go_to_left": np.asarray(nodes["missing_go_to_left"], dtype=np.uint8),
+    }
+    is_cat = np.asarray(nodes["is_categorical"], dtype=bool) & ~leaf
+    if np.any(is_cat):
+        bitsets = predictor.raw_left_cat_bitsets
+        cat_nodes = np.flatnonzero(is_cat)
+        out["cat_nodes"] = cat_nodes.astype(np.int64)
+        out["cat_bitsets"] = [
+            cats.bitset(int(remapped[v]), np.asarray(bitsets[int(nodes["bitset_idx"][v])]),
+                        bool(nodes["missing_go_to_left"][v]))
+            for v in cat_nodes
+        ]
+        out["threshold"] = np.where(is_cat, 0.0, out["threshold"])
+    return out
+
+
+def _hist_ensemble(model: Any, output: Optional[int], source: str) -> TreeEnsemble:
+    from sklearn.base import is_classifier
+
+    K = int(model.n_trees_per_iteration_)
+    what = f"{type(model).__name__} (output k = raw prediction of class k)"
+    k = as_output(output, K, what)
+    cats = _HistCategories(model)
+    trees = [_hist_tree(it[k], cats) for it in model._predictors]
+    base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
+    if base.size != K:
+        raise ValueError(f"model: unexpected baseline prediction shape {np.shape(model._baseline_prediction)}")
+    arena = _core.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_), "<=", False,
+                                          "sklearn_hist")
+    meta = {"library": "sklearn", "classifier": is_classifier(model), "n_iter": len(model._predictors),
+            "loss": str(getattr(model, "loss", ""))}
+    return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=K,
+                        source=source, meta=meta)
+
+
+# --------------------------------------------------------------------------- dispatch
+def from_sklearn(model: Any, output: Optional[int]) -> TreeEnsemble:
+    from sklearn.ensemble import (
+        ExtraTreesClassifier,
+        ExtraTreesRegressor,
+        GradientBoostingClassifier,
+        GradientBoostingRegressor,
+        HistGradientBoostingClassifier,
+        HistGradientBoostingRegressor,
+        RandomForestClassifier,
+        RandomForestRegressor,
+    )
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    source = f"sklearn.{type(model).__name__}"
+    if isinstance(model, (DecisionTreeRegressor, DecisionTreeClassifier)):
+        _fitted(model)
+        return _trees_ensemble(model, [model], output, source, forest=False)
+    if isinstance(model, (RandomForestRegressor, RandomForestClassifier, ExtraTreesRegressor, ExtraTreesClassifier)):
+        _fitted(model)
+        return _trees_ensemble(model, list(model.estimators_), output, source, forest=True)
+    if isinstance(model, (GradientBoostingRegressor, GradientBoostingClassifier)):
+        _fitted(model)
+        return _gb_ensemble(model, output, source)
+    if isinstance(model, (HistGradientBoostingRegressor, HistGradientBoostingClassifier)):
+        _fitted(model)
+        return _hist_ensemble(model, output, source)
+    raise TypeError(f"model: unsupported scikit-learn model {type(model).__name__}")
+
+
+SKLEARN_TYPES = (
+    "DecisionTreeRegressor", "DecisionTreeClassifier", "ExtraTreeRegressor", "ExtraTreeClassifier",
+    "RandomForestRegressor", "RandomForestClassifier", "ExtraTreesRegressor", "ExtraTreesClassifier",
+    "GradientBoostingRegressor", "GradientBoostingClassifier",
+    "HistGradientBoostingRegressor", "HistGradientBoostingClassifier",
+)
+
+
+def accepts(model: Any) -> bool:
+    """A scikit-learn tree model pgexact can read (subclasses included)."""
+    if not is_sklearn(model):
+        return False
+    return any(c.__name__ in SKLEARN_TYPES and (c.__module__ or "").startswith("sklearn.")
+               for c in type(model).__mro__)
