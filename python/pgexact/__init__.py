@@ -12,10 +12,13 @@ from ._adapters import load
 from ._api import pg2, pg2_curve, pgi2, pgu2, rank
 from ._moments import expected, infidelity
 from .ensemble import TreeEnsemble
+from .explainer import Explainer, Explanation
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Explainer",
+    "Explanation",
     "TreeEnsemble",
     "__version__",
     "expected",

@@ -340,6 +340,8 @@ def as_row_index(index: Any, n_rows: int) -> Union[int, slice, np.ndarray]:
     except Exception:
         raise TypeError(f"index: expected an integer, a slice, positions or a boolean mask, got "
                         f"{type(index).__name__}") from None
+    if arr.ndim == 0:
+        raise TypeError(f"index: expected an integer, a slice, positions or a boolean mask, got {index!r}")
     if arr.ndim != 1:
         raise ValueError(f"index: expected a 1-D array of positions or a boolean mask, got {arr.ndim}-D")
     if arr.dtype == np.bool_:

@@ -1,0 +1,409 @@
+"""Drop-in explainer: ``pgexact.Explainer(model)(X)`` where notebooks call ``shap.TreeExplainer``.
+
+>>> ex = pgexact.Explainer(model, sigma=0.3)(X_test)
+>>> ex.values                       # (n, d) greedy PG² gains; each row sums to PG²(x, all features)
+>>> ex.global_importance("geom")    # pandas Series, most important first
+>>> shap.plots.beeswarm(ex.to_shap())
+
+Only numpy is needed to compute an explanation; pandas, matplotlib and shap are imported when
+``global_importance``, ``plot`` and ``to_shap`` are called.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+from ._adapters import load
+from ._api import rank_with_curve
+from ._validation import (
+    _is_dataframe,
+    as_choice,
+    as_importance_scheme,
+    as_matrix,
+    as_n_jobs,
+    as_noise,
+    as_positive_int,
+    as_row_index,
+)
+from .ensemble import TreeEnsemble
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas
+    from matplotlib.axes import Axes
+
+__all__ = ["Explainer", "Explanation"]
+
+
+# ---------------------------------------------------------------------------------------- helpers
+def _is_sklearn_pipeline(model: Any) -> bool:
+    return any(c.__name__ == "Pipeline" and (c.__module__ or "").startswith("sklearn.")
+               for c in type(model).__mro__)
+
+
+def _final_estimator(model: Any) -> Tuple[Any, Optional[List[str]]]:
+    """The tree model to load, and feature names offered by a Pipeline's earlier steps."""
+    if not _is_sklearn_pipeline(model):
+        return model, None
+    steps = getattr(model, "steps", None) or []
+    if not steps:
+        raise TypeError("model: the scikit-learn Pipeline has no steps")
+    step_name, last = steps[-1]
+    if last is None or isinstance(last, str):
+        raise TypeError(f"model: the last step of the Pipeline ({step_name!r}) is {last!r}; "
+                        "pgexact needs a tree model there")
+    names = None
+    if len(steps) > 1:
+        try:
+            names = [str(n) for n in model[:-1].get_feature_names_out()]
+        except Exception:  # transformers without feature names out: fall back to the model's
+            names = None
+    return last, names
+
+
+def _output_name(estimator: Any, ens: TreeEnsemble) -> str:
+    """A short label for the explained output column (also shap's ``output_names``)."""
+    k = ens.output
+    classes = getattr(estimator, "classes_", None)
+    if classes is not None:
+        try:
+            labels = list(np.asarray(classes).tolist())
+        except Exception:  # pragma: no cover - exotic class labels
+            labels = []
+        if len(labels) == ens.n_outputs and ens.n_outputs > 1:
+            return f"class {labels[k]}"
+        if ens.n_outputs == 1 and len(labels) == 2:
+            return f"class {labels[1]} (margin)"
+    return "output" if ens.n_outputs == 1 else f"output {k}"
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, (int, float, str)):
+        return repr(value)
+    arr = np.asarray(value) if isinstance(value, (list, tuple, np.ndarray)) else None
+    if arr is not None and arr.dtype.kind in "if":
+        return f"array({arr.shape[0]})" if arr.ndim == 1 else f"array{arr.shape}"
+    return type(value).__name__ if not isinstance(value, type) else value.__name__
+
+
+# ------------------------------------------------------------------------------------- Explainer
+class Explainer:
+    """Exact PG² explanations of a tree model, shaped like ``shap.TreeExplainer``'s.
+
+    ``Explainer(model, sigma=0.3)(X)`` returns an :class:`Explanation` whose ``values`` are the
+    greedy PG² gains: the feature chosen at step k of the greedy ranking gets
+    ``PG²(x, S_k) - PG²(x, S_{k-1})`` (``S_0`` empty), so each row sums to ``PG²(x, all features)``.
+
+    Parameters
+    ----------
+    model
+        Anything :func:`pgexact.load` accepts (XGBoost, LightGBM, scikit-learn tree models, a
+        model file path, a ``TreeEnsemble``), or a scikit-learn ``Pipeline`` whose last step is
+        one of those. A Pipeline is explained through its last step only: pass ``X`` already
+        transformed by the earlier steps, e.g. ``explainer(pipe[:-1].transform(X))``.
+        The model is parsed once, here.
+    sigma, noise
+        The perturbation, as in :func:`pgexact.pg2`: a positive float or a ``(d,)`` array, and
+        ``"normal"``, ``"uniform"``, ``"laplace"`` or a ``pgexact.noise`` object.
+    n_jobs
+        Threads over rows (None = all cores); results do not depend on it.
+    output
+        Which output column (required for multi-class models), as in :func:`pgexact.load`.
+    """
+
+    def __init__(self, model: Any, *, sigma: Any = 0.3, noise: Any = "normal",
+                 n_jobs: Optional[int] = None, output: Optional[int] = None) -> None:
+        estimator, self._pipeline_names = _final_estimator(model)
+        self._is_pipeline = _is_sklearn_pipeline(model)
+        self.model = model
+        self.ensemble: TreeEnsemble = load(estimator, output=output)
+        as_noise(noise, sigma, self.ensemble.n_features)  # fail here, not at the first call
+        as_n_jobs(n_jobs)
+        self.sigma = sigma
+        self.noise = noise
+        self.n_jobs = n_jobs
+        self.output_names = _output_name(estimator, self.ensemble)
+
+    @property
+    def n_features(self) -> int:
+        return self.ensemble.n_features
+
+    @property
+    def feature_names(self) -> List[str]:
+        """The model's feature names, else names from a Pipeline's earlier steps, else x0, x1, ..."""
+        names = self.ensemble.feature_names
+        if names is None:
+            names = self._pipeline_names
+        if names is None or len(names) != self.n_features:
+            names = [f"x{j}" for j in range(self.n_features)]
+        return list(names)
+
+    def _names_for(self, X: Any) -> List[str]:
+        d = self.n_features
+        model_names = self.ensemble.feature_names
+        if _is_dataframe(X):
+            columns = [str(c) for c in X.columns]
+            if model_names is not None and set(model_names) <= set(columns):
+                return list(model_names)  # X was reordered into the model's column order
+            if columns != [str(j) for j in range(d)]:
+                return columns
+        return self.feature_names
+
+    def __call__(self, X: Any) -> "Explanation":
+        """Explain every row of X (2-D numpy array or DataFrame)."""
+        ens = self.ensemble
+        try:
+            Xa = as_matrix(X, ens)
+        except ValueError as exc:
+            if self._is_pipeline:
+                raise ValueError(f"{exc}. The Pipeline is explained through its last step only: pass X "
+                                 "already transformed, e.g. explainer(pipeline[:-1].transform(X))") from None
+            raise
+        ranking, curve = rank_with_curve(ens, Xa, sigma=self.sigma, noise=self.noise, n_jobs=self.n_jobs)
+        gains = np.diff(curve, axis=1, prepend=0.0)
+        values = np.empty_like(curve)
+        np.put_along_axis(values, ranking, gains, axis=1)
+        return Explanation(
+            values=values,
+            ranking=ranking,
+            curve=curve,
+            base_values=ens.predict(Xa),
+            data=Xa,
+            feature_names=self._names_for(X),
+            output_names=self.output_names,
+            sigma=self.sigma,
+            noise=self.noise,
+        )
+
+    def __repr__(self) -> str:
+        via = " (last step of a Pipeline)" if self._is_pipeline else ""
+        return (f"pgexact.Explainer({self.ensemble.source or 'TreeEnsemble'}{via}: "
+                f"{self.n_features} features, {self.ensemble.n_trees} trees, "
+                f"sigma={_describe(self.sigma)}, noise={_describe(self.noise)}, output={self.output_names!r})")
+
+
+# ----------------------------------------------------------------------------------- Explanation
+class Explanation:
+    """PG² explanations of n rows (or of one row, after ``ex[i]``).
+
+    Attributes (shapes for n rows and d features; one row drops the leading axis)
+    ----------------------------------------------------------------------------
+    values : (n, d) float64
+        Greedy PG² gains: ``values[r, ranking[r, k]] = curve[r, k] - curve[r, k-1]``; each row
+        sums to ``PG²(x_r, all features)``. A gain can be negative: PG² is not monotone in S.
+    ranking : (n, d) int64
+        The greedy ranking, most important first (equal to :func:`pgexact.rank`).
+    curve : (n, d) float64
+        ``curve[r, k] = PG²(x_r, first k+1 features of the ranking)``.
+    pgi2 : (n,) float64
+        ``PGI²`` of the ranking, the mean of ``curve`` over k (equal to :func:`pgexact.pgi2`).
+    pg2 : (n,) float64
+        ``PG²(x, all features)``, the last column of ``curve``.
+    base_values : (n,) float64
+        ``f(x)``, the model's raw output (margin for boosted classifiers).
+    data : (n, d) float64
+        The rows, in the model's column order.
+    feature_names : list of d str
+        DataFrame column names when X was a DataFrame, else the model's names, else x0, x1, ...
+    output_names : str
+        Which output was explained (e.g. ``"output"``, ``"class 2"``).
+    """
+
+    def __init__(self, *, values: Any, ranking: Any, curve: Any, base_values: Any, data: Any,
+                 feature_names: List[str], output_names: Optional[str] = None, sigma: Any = None,
+                 noise: Any = None, pgi2: Any = None) -> None:
+        self.values = np.asarray(values, dtype=np.float64)
+        self.ranking = np.asarray(ranking, dtype=np.int64)
+        self.curve = np.asarray(curve, dtype=np.float64)
+        self.base_values = np.asarray(base_values, dtype=np.float64)
+        self.data = np.asarray(data, dtype=np.float64)
+        self.pgi2 = (self.curve.mean(axis=-1) if pgi2 is None else np.asarray(pgi2, dtype=np.float64))
+        self.feature_names = [str(n) for n in feature_names]
+        self.output_names = output_names
+        self.sigma = sigma
+        self.noise = noise
+        shape = self.values.shape
+        if self.values.ndim not in (1, 2):
+            raise ValueError(f"values: expected shape (n, d) or (d,), got {shape}")
+        for name in ("ranking", "curve", "data"):
+            if getattr(self, name).shape != shape:
+                raise ValueError(f"{name}: expected shape {shape}, got {getattr(self, name).shape}")
+        for name in ("base_values", "pgi2"):
+            if getattr(self, name).shape != shape[:-1]:
+                raise ValueError(f"{name}: expected shape {shape[:-1]}, got {getattr(self, name).shape}")
+        if len(self.feature_names) != shape[-1]:
+            raise ValueError(f"feature_names: expected {shape[-1]} names, got {len(self.feature_names)}")
+
+    # -- shape and slicing -------------------------------------------------------------------
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """``(n, d)``, or ``(d,)`` for a single row."""
+        return self.values.shape
+
+    @property
+    def n_features(self) -> int:
+        return self.values.shape[-1]
+
+    @property
+    def is_single_row(self) -> bool:
+        return self.values.ndim == 1
+
+    @property
+    def pg2(self) -> np.ndarray:
+        """``PG²(x, all features)``: the last column of ``curve`` (= the row sums of ``values``)."""
+        return self.curve[..., -1]
+
+    def __len__(self) -> int:
+        if self.is_single_row:
+            raise TypeError("len() of a single-row Explanation")
+        return self.values.shape[0]
+
+    def __iter__(self) -> Iterator["Explanation"]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __getitem__(self, index: Any) -> "Explanation":
+        """Rows: ``ex[i]`` (one row, leading axis dropped), ``ex[a:b]``, ``ex[[i, j]]``, ``ex[mask]``."""
+        if self.is_single_row:
+            raise TypeError("index: this Explanation holds a single row; it cannot be indexed further")
+        rows = as_row_index(index, self.values.shape[0])
+        return Explanation(
+            values=self.values[rows], ranking=self.ranking[rows], curve=self.curve[rows],
+            base_values=self.base_values[rows], data=self.data[rows], pgi2=self.pgi2[rows],
+            feature_names=self.feature_names, output_names=self.output_names,
+            sigma=self.sigma, noise=self.noise,
+        )
+
+    # -- aggregates --------------------------------------------------------------------------
+    def _2d(self, name: str) -> np.ndarray:
+        arr = getattr(self, name)
+        return arr[None, :] if arr.ndim == 1 else arr
+
+    def rank_counts(self) -> np.ndarray:
+        """``(d, d)`` int64: ``counts[i, k]`` = number of rows in which feature i has rank k+1."""
+        R = self._2d("ranking")
+        d = self.n_features
+        counts = np.zeros((d, d), dtype=np.int64)
+        np.add.at(counts, (R, np.broadcast_to(np.arange(d), R.shape)), 1)
+        return counts
+
+    def global_importance(self, scheme: str = "geom") -> "pandas.Series":
+        """Aggregate score ``R_i`` per feature, a pandas Series sorted descending.
+
+        With n rows and ``k_r(i)`` the 1-based rank of feature i in the greedy ranking of row r:
+
+        - ``"geom"``: ``R_i = sum_r 2 ** -k_r(i)`` (a sum over rows, not a mean; each row
+          contributes 1/2 to its top feature, 1/4 to the second, ...; the total over features is
+          ``n * (1 - 2 ** -d)``);
+        - ``"top1"``, ``"top2"``, ``"top3"`` (any ``"top<K>"``, K <= d): ``R_i = #{r : k_r(i) <= K} / n``,
+          the *fraction* of rows in which feature i is among the top K;
+        - ``"gain"``: ``R_i = (1/n) sum_r values[r, i]``, the mean greedy PG² gain.
+
+        Ties keep the features' column order. The index holds the feature names.
+        """
+        import pandas as pd
+
+        d = self.n_features
+        kind, K = as_importance_scheme(scheme, d)
+        n = self._2d("ranking").shape[0]
+        if kind == "gain":
+            score = self._2d("values").mean(axis=0) if n else np.full(d, np.nan)
+        else:
+            counts = self.rank_counts().astype(np.float64)
+            if kind == "geom":
+                score = counts @ np.exp2(-np.arange(1, d + 1, dtype=np.float64))
+            else:
+                score = counts[:, :K].sum(axis=1) / n if n else np.full(d, np.nan)
+        series = pd.Series(score, index=pd.Index(self.feature_names, name="feature"),
+                           name=f"pgexact importance ({scheme.lower()})")
+        return series.sort_values(ascending=False, kind="stable")
+
+    # -- plots -------------------------------------------------------------------------------
+    def plot(self, kind: str = "bar", *, scheme: str = "geom", max_display: Optional[int] = 20,
+             ax: Optional["Axes"] = None) -> "Axes":
+        """Plot with matplotlib and return the Axes.
+
+        - ``kind="bar"``: horizontal bars of :meth:`global_importance` (``scheme``), largest on top;
+        - ``kind="ranks"``: a heat map of the fraction of rows in which each feature (rows,
+          ordered by ``scheme``) sits at each rank (columns, 1 = most important).
+
+        ``max_display`` caps the number of features (and ranks) shown; None shows all.
+        """
+        kind = as_choice(kind, ("bar", "ranks"), "kind")
+        top = as_positive_int(max_display, "max_display", allow_none=True) or self.n_features
+        importance = self.global_importance(scheme)
+        shown = importance.iloc[: min(top, self.n_features)]
+        if ax is None:
+            import matplotlib.pyplot as plt
+
+            height = 0.8 + 0.35 * len(shown)
+            _, ax = plt.subplots(figsize=(7.0 if kind == "bar" else 8.0, max(2.5, height)))
+        if kind == "bar":
+            pos = np.arange(len(shown))[::-1]
+            ax.barh(pos, shown.to_numpy(), color="#1f77b4")
+            ax.set_yticks(pos)
+            ax.set_yticklabels(list(shown.index))
+            labels = {"geom": "geometric rank score  sum 2^-rank", "gain": "mean greedy PG² gain"}
+            ax.set_xlabel(labels.get(scheme.lower(), f"fraction of rows in the {scheme.lower()}"))
+            ax.set_title(f"pgexact global importance ({scheme.lower()})")
+            return ax
+        n = max(self._2d("ranking").shape[0], 1)
+        order = [self.feature_names.index(name) for name in shown.index]
+        n_ranks = min(top, self.n_features)
+        freq = self.rank_counts()[order, :n_ranks] / n
+        im = ax.imshow(freq, aspect="auto", cmap="viridis", vmin=0.0, vmax=max(float(freq.max()), 1e-12))
+        ax.set_yticks(np.arange(len(order)))
+        ax.set_yticklabels(list(shown.index))
+        ax.set_xticks(np.arange(n_ranks))
+        ax.set_xticklabels([str(k + 1) for k in range(n_ranks)])
+        ax.set_xlabel("rank in the greedy PG² ranking (1 = most important)")
+        ax.set_title("how often each feature sits at each rank")
+        ax.figure.colorbar(im, ax=ax, label="fraction of rows")
+        if len(order) <= 12 and n_ranks <= 12:
+            for (i, k), f in np.ndenumerate(freq):
+                if f > 0:
+                    ax.text(k, i, f"{f:.2f}", ha="center", va="center", fontsize=7,
+                            color="white" if f < 0.6 * freq.max() else "black")
+        return ax
+
+    # -- shap interoperability ---------------------------------------------------------------
+    def to_shap(self) -> Any:
+        """A ``shap.Explanation`` with the same values, base values, data and feature names.
+
+        ``shap.plots.bar``, ``beeswarm`` and (on one row) ``waterfall`` work on it. Note that
+        ``base_values`` is ``f(x)`` and the values sum to ``PG²``, so a waterfall's "E[f(X)]"
+        label shows ``f(x)`` and its end point is ``f(x) + PG²(x, all features)``.
+        """
+        try:
+            import shap
+        except ImportError:  # pragma: no cover - shap is an optional dependency
+            raise ImportError("to_shap() needs the shap package: pip install shap") from None
+        return shap.Explanation(
+            values=self.values.copy(),
+            base_values=self.base_values.copy() if self.base_values.ndim else float(self.base_values),
+            data=self.data.copy(),
+            feature_names=list(self.feature_names),
+            # shap cannot infer the output dimensions of one row from a string output name
+            output_names=None if self.is_single_row else self.output_names,
+        )
+
+    def __repr__(self) -> str:
+        d = self.n_features
+        settings = f"sigma={_describe(self.sigma)}, noise={_describe(self.noise)}, output={self.output_names!r}"
+        if self.is_single_row:
+            order = ", ".join(self.feature_names[j] for j in self.ranking[:8])
+            return (f"pgexact.Explanation(1 row x {d} features; {settings})\n"
+                    f"  f(x) = {float(self.base_values):.6g}   PG²(x, all) = {float(self.pg2):.6g}   "
+                    f"PGI² = {float(self.pgi2):.6g}\n"
+                    f"  greedy ranking: {order}{', ...' if d > 8 else ''}")
+        n = self.values.shape[0]
+        head = f"pgexact.Explanation({n} rows x {d} features; {settings})"
+        if n == 0:
+            return head
+        counts = self.rank_counts() @ np.exp2(-np.arange(1, d + 1, dtype=np.float64))
+        best = np.argsort(-counts, kind="stable")[:5]
+        top = ", ".join(self.feature_names[j] for j in best)
+        return (f"{head}\n"
+                f"  mean PG²(x, all) = {float(self.pg2.mean()):.6g}   mean PGI² = {float(self.pgi2.mean()):.6g}\n"
+                f"  top features (geom): {top}{', ...' if d > 5 else ''}")
