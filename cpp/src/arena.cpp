@@ -159,8 +159,12 @@ void finalize_arena(Arena& a) {
   // Subtree feature sets, children before parents: pre-order reversed visits them that way.
   a.subtree_features.assign(a.feature.size(), 0);
   a.subtree_size.assign(a.feature.size(), 1);
+  a.subtree_min = a.value;
+  a.subtree_max = a.value;
   for (std::int64_t v = a.n_nodes() - 1; v >= 0; --v) {
     if (a.feature[v] < 0) continue;
+    a.subtree_min[v] = std::min(a.subtree_min[a.left[v]], a.subtree_min[a.right[v]]);
+    a.subtree_max[v] = std::max(a.subtree_max[a.left[v]], a.subtree_max[a.right[v]]);
     a.subtree_features[v] = (std::uint64_t{1} << (a.feature[v] % 64)) |
                             a.subtree_features[a.left[v]] | a.subtree_features[a.right[v]];
     a.subtree_size[v] = 1 + a.subtree_size[a.left[v]] + a.subtree_size[a.right[v]];
@@ -206,9 +210,11 @@ Arena build_arena(ModelInput&& input) {
   const auto n_outputs = static_cast<std::int32_t>(input.base_score.size());
 
   std::int64_t total = 0;
+  CategoryBudget budget;
   for (const TreeInput& tree : input.trees) {
     total += static_cast<std::int64_t>(tree.left.size());
     if (total > kMaxNodes) throw ModelError("model has more than 2^30 nodes");
+    for (const auto& bits : tree.cat_bitsets) budget.charge(static_cast<std::int64_t>(bits.size()));
   }
 
   Arena a;
@@ -270,6 +276,9 @@ Arena build_arena(ModelInput&& input) {
       depth_stack.pop_back();
       if (seen[v]) fail(ti, "node " + std::to_string(v) + " is reached twice (cycle or shared child)");
       seen[v] = 1;
+      if (d > kMaxDepth) {
+        fail(ti, "is deeper than " + std::to_string(kMaxDepth) + " levels; pgexact refuses deeper trees");
+      }
       new_id[v] = base + static_cast<std::int32_t>(order.size());
       order.push_back(v);
       tree_depth = std::max(tree_depth, d);

@@ -158,6 +158,7 @@ bool tree_moments(const Arena& a, Workspace& ws, std::int64_t t, double* var_out
     if (a.feature[n] < 0) {
       const double dev = a.value[n] - mu;
       ws.centred[n] = dev * ws.p[n];
+      ws.cmean[n] = dev;
       var += dev * dev * ws.p[n];
       bias += (a.value[n] - c_x) * ws.p[n];
       continue;
@@ -166,21 +167,16 @@ bool tree_moments(const Arena& a, Workspace& ws, std::int64_t t, double* var_out
     if (ws.reach[a.left[n]] == ws.set_epoch) s += ws.centred[a.left[n]];
     if (ws.reach[a.right[n]] == ws.set_epoch) s += ws.centred[a.right[n]];
     ws.centred[n] = s;
+    ws.cmean[n] = ws.p[n] > 0.0 ? s / ws.p[n] : 0.0;
   }
   *var_out = var;
   *bias_out = bias;
   return true;
 }
 
-// E[f_t - mu_t | x' in region of n], from pass 1.
-inline double conditional_mean(const Arena& a, const Workspace& ws, std::int64_t t, std::int32_t n) {
-  if (a.feature[n] < 0) return a.value[n] - ws.mu[t];
-  const double p = ws.p[n];
-  return p > 0.0 ? ws.centred[n] / p : 0.0;
-}
-
-// Cov(f_t, f_s) by the pair recursion described in kernels.hpp. Side 0 is tree t, side 1 is s.
-double pair_covariance(const Arena& a, Workspace& ws, std::int64_t t, std::int64_t s, bool exact_bits) {
+// Cov(f_t, f_s) by the pair recursion described in kernels.hpp, with an explicit stack and an
+// undo log: the version for trees too deep for the call stack. Side 0 is tree t, side 1 is s.
+double pair_covariance_deep(const Arena& a, Workspace& ws, std::int64_t t, std::int64_t s, bool exact_bits) {
   const double* x = ws.row;
   const std::uint64_t pmask = ws.perturbed_mask;
   auto& frames = ws.frames;
@@ -203,7 +199,7 @@ double pair_covariance(const Arena& a, Workspace& ws, std::int64_t t, std::int64
     if (!cut_n && !cut_m && (fn & fm) == 0) {
       // Given the box, the two subtrees depend on disjoint independent features, and the box
       // restricts each only where its own region already does.
-      total += f.p * conditional_mean(a, ws, t, n) * conditional_mean(a, ws, s, m);
+      total += f.p * ws.cmean[n] * ws.cmean[m];
       continue;
     }
     // Split the side whose own features the other region cuts; otherwise the larger subtree.
@@ -249,6 +245,115 @@ double pair_covariance(const Arena& a, Workspace& ws, std::int64_t t, std::int64
   unwind(ws, ws.undo, 0);
   return total;
 }
+
+// The pair recursion of kernels.hpp on the call stack (intervals saved and restored in
+// locals): the fast version, used when the depth is bounded (see kMaxRecursionDepth).
+// Node pairs whose certified bound p * A * B fits the remaining budget are skipped; the bound
+// is added to `skipped`.
+class PairRecursion {
+ public:
+  PairRecursion(const Arena& a, Workspace& ws, bool exact_bits)
+      : a_(a), ws_(ws), x_(ws.row), pmask_(ws.perturbed_mask), exact_bits_(exact_bits),
+        box_lo_(ws.box_lo.data()), box_hi_(ws.box_hi.data()) {
+    region_lo_[0] = ws.region_lo[0].data();
+    region_hi_[0] = ws.region_hi[0].data();
+    region_lo_[1] = ws.region_lo[1].data();
+    region_hi_[1] = ws.region_hi[1].data();
+  }
+
+  double covariance(std::int64_t t, std::int64_t s, double budget) {
+    mu_[0] = ws_.mu[t];
+    mu_[1] = ws_.mu[s];
+    budget_ = budget;
+    skipped_ = 0.0;
+    return rec(a_.tree_root[t], a_.tree_root[s], 1.0, 0, 0);
+  }
+  double skipped() const { return skipped_; }
+
+ private:
+  // Largest |y - mu| over the leaves below n.
+  double spread(std::int32_t n, int side) const {
+    return std::max(a_.subtree_max[n] - mu_[side], mu_[side] - a_.subtree_min[n]);
+  }
+
+  double rec(std::int32_t n, std::int32_t m, double p, std::uint64_t cut_a, std::uint64_t cut_b) {
+    while (a_.feature[n] >= 0 && !ws_.perturbed[a_.feature[n]]) n = fixed_child(a_, n, x_);
+    while (a_.feature[m] >= 0 && !ws_.perturbed[a_.feature[m]]) m = fixed_child(a_, m, x_);
+    const std::uint64_t fn = a_.feature[n] >= 0 ? a_.subtree_features[n] & pmask_ : 0;
+    const std::uint64_t fm = a_.feature[m] >= 0 ? a_.subtree_features[m] & pmask_ : 0;
+    const bool cut_n = (cut_a & fn) != 0;
+    const bool cut_m = (cut_b & fm) != 0;
+    if (!cut_n && !cut_m && (fn & fm) == 0) return p * ws_.cmean[n] * ws_.cmean[m];
+    if (budget_ > 0.0) {
+      const double bound = p * spread(n, 0) * spread(m, 1);
+      if (bound <= budget_ - skipped_) {
+        skipped_ += bound;
+        return 0.0;
+      }
+    }
+    int side;
+    if (cut_n) {
+      side = 0;
+    } else if (cut_m) {
+      side = 1;
+    } else {
+      side = a_.subtree_size[n] >= a_.subtree_size[m] ? 0 : 1;
+    }
+    const std::int32_t node = side == 0 ? n : m;
+    const std::int32_t j = a_.feature[node];
+    const std::int32_t r = a_.bound_index[node];
+    const std::int32_t lo = box_lo_[j];
+    const std::int32_t hi = box_hi_[j];
+    const std::int32_t rlo = region_lo_[side][j];
+    const std::int32_t rhi = region_hi_[side][j];
+    const std::int32_t olo = region_lo_[1 - side][j];
+    const std::int32_t ohi = region_hi_[1 - side][j];
+    const bool cut = r > lo && r < hi;
+    const double scale = cut ? p / mass(ws_, lo, hi) : 0.0;
+    double total = 0.0;
+    auto visit = [&](std::int32_t child, std::int32_t nlo, std::int32_t nhi, std::int32_t nrlo, std::int32_t nrhi) {
+      const double pc = cut ? scale * mass(ws_, nlo, nhi) : p;
+      if (!(pc > 0.0)) return;
+      const bool narrower_own = nlo != nrlo || nhi != nrhi;
+      const bool narrower_other = nlo != olo || nhi != ohi;
+      box_lo_[j] = nlo;
+      box_hi_[j] = nhi;
+      region_lo_[side][j] = nrlo;
+      region_hi_[side][j] = nrhi;
+      if (side == 0) {
+        total += rec(child, m, pc, with_bit(cut_a, j, narrower_own, exact_bits_),
+                     with_bit(cut_b, j, narrower_other, exact_bits_));
+      } else {
+        total += rec(n, child, pc, with_bit(cut_a, j, narrower_other, exact_bits_),
+                     with_bit(cut_b, j, narrower_own, exact_bits_));
+      }
+    };
+    if (r > lo) visit(a_.left[node], lo, std::min(hi, r), rlo, std::min(rhi, r));
+    if (r < hi) visit(a_.right[node], std::max(lo, r), hi, std::max(rlo, r), rhi);
+    box_lo_[j] = lo;
+    box_hi_[j] = hi;
+    region_lo_[side][j] = rlo;
+    region_hi_[side][j] = rhi;
+    return total;
+  }
+
+  const Arena& a_;
+  Workspace& ws_;
+  const double* x_;
+  std::uint64_t pmask_;
+  bool exact_bits_;
+  std::int32_t* box_lo_;
+  std::int32_t* box_hi_;
+  std::int32_t* region_lo_[2];
+  std::int32_t* region_hi_[2];
+  double mu_[2] = {0.0, 0.0};
+  double budget_ = 0.0;
+  double skipped_ = 0.0;
+};
+
+// Recursion depth of PairRecursion is at most the two trees' depths added; beyond this the
+// explicit-stack version runs instead, so no model can overflow a thread's stack.
+constexpr std::int32_t kMaxRecursionDepth = 256;
 
 // E[(f_s - mu_s) 1(x' in box)] for the current box, walking every leaf of s it reaches.
 double box_expectation_reference(const Arena& a, Workspace& ws, std::int64_t s, double p_box) {
@@ -374,6 +479,7 @@ Workspace::Workspace(const Arena& arena) {
   const auto d = static_cast<std::size_t>(arena.n_features);
   p.assign(n, 0.0);
   centred.assign(n, 0.0);
+  cmean.assign(n, 0.0);
   reach.assign(n, 0);
   cdf.assign(arena.bounds.size(), Cdf{0.0, 0.0});
   feature_stamp.assign(d, 0);
@@ -527,19 +633,46 @@ double pg2_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed
 
   const bool exact_bits = d <= 64;
   double cov = 0.0;
-  for (std::size_t i = 0; i < ws.active.size(); ++i) {
-    const std::int32_t t = ws.active[i];
-    if (pruning == Pruning::None) {
+  if (pruning == Pruning::None) {
+    for (std::size_t i = 0; i < ws.active.size(); ++i) {
       ws.partners.assign(ws.active.begin() + static_cast<std::ptrdiff_t>(i) + 1, ws.active.end());
       if (!ws.partners.empty()) {
-        cov += tree_covariances_reference(a, ws, t, ws.partners.data(), ws.partners.size());
+        cov += tree_covariances_reference(a, ws, ws.active[i], ws.partners.data(), ws.partners.size());
       }
-      continue;
     }
-    for (std::size_t k = i + 1; k < ws.active.size(); ++k) {
-      const std::int32_t s = ws.active[k];
-      // Trees with no reachable perturbed feature in common are independent.
-      if ((ws.tree_mask[t] & ws.tree_mask[s]) != 0) cov += pair_covariance(a, ws, t, s, exact_bits);
+  } else if (a.max_depth > kMaxRecursionDepth) {
+    for (std::size_t i = 0; i < ws.active.size(); ++i) {
+      for (std::size_t k = i + 1; k < ws.active.size(); ++k) {
+        const std::int32_t t = ws.active[i];
+        const std::int32_t s = ws.active[k];
+        // Trees with no reachable perturbed feature in common are independent.
+        if ((ws.tree_mask[t] & ws.tree_mask[s]) != 0) cov += pair_covariance_deep(a, ws, t, s, exact_bits);
+      }
+    }
+  } else {
+    // Certified skipping: a share of 1e-13 of the diagonal part (bias^2 + sum Var) per pair.
+    ws.partners.clear();  // the dependent pairs, as consecutive (t, s)
+    for (std::size_t i = 0; i < ws.active.size(); ++i) {
+      for (std::size_t k = i + 1; k < ws.active.size(); ++k) {
+        if ((ws.tree_mask[ws.active[i]] & ws.tree_mask[ws.active[k]]) != 0) {
+          ws.partners.push_back(ws.active[i]);
+          ws.partners.push_back(ws.active[k]);
+        }
+      }
+    }
+    const std::size_t n_pairs = ws.partners.size() / 2;
+    const double budget = n_pairs > 0 ? 1e-13 * (bias * bias + var) / static_cast<double>(n_pairs) : 0.0;
+    PairRecursion pairs(a, ws, exact_bits);
+    double skipped = 0.0;
+    for (std::size_t k = 0; k < n_pairs; ++k) {
+      cov += pairs.covariance(ws.partners[2 * k], ws.partners[2 * k + 1], budget);
+      skipped += pairs.skipped();
+    }
+    const double result = bias * bias + std::max(0.0, var + 2.0 * cov);
+    if (2.0 * skipped > 1e-12 * result) {
+      // The diagonal part overstated the result (strong negative covariances): redo exactly.
+      cov = 0.0;
+      for (std::size_t k = 0; k < n_pairs; ++k) cov += pairs.covariance(ws.partners[2 * k], ws.partners[2 * k + 1], 0.0);
     }
   }
   const double total_var = var + 2.0 * cov;

@@ -49,6 +49,27 @@ enum class CategoryRule : std::uint8_t {
 inline constexpr std::int64_t kMaxNodes = std::int64_t{1} << 30;
 inline constexpr std::int32_t kMaxFeatures = 1 << 24;
 inline constexpr std::int64_t kMaxCategory = std::int64_t{1} << 24;
+// Category sets are dense bitsets, so one small entry can stand for a large set (a category
+// near 2^24 costs 2 MiB); a model's sets together may hold at most this many 32-bit words
+// (256 MiB). Parsers charge every set against it before building it.
+inline constexpr std::int64_t kMaxCategoryWords = std::int64_t{1} << 26;
+// Deepest tree accepted. Kernels walk trees with explicit stacks, so any depth works; the limit
+// only bounds their per-thread scratch (a few hundred bytes per level) for hostile files.
+inline constexpr std::int32_t kMaxDepth = 1 << 20;
+
+// Running total of category-set words for one model; throws ModelError past kMaxCategoryWords.
+class CategoryBudget {
+ public:
+  void charge(std::int64_t words) {
+    if (words < 0 || words > kMaxCategoryWords - used_) {
+      throw ModelError("categorical split sets of the model hold more than 2^26 words (256 MiB) in total");
+    }
+    used_ += words;
+  }
+
+ private:
+  std::int64_t used_ = 0;
+};
 
 // One tree as a parser reads it: node ids local to the tree, node 0 is the root.
 struct TreeInput {
@@ -104,6 +125,7 @@ class Arena {
   // so an empty intersection is always a proof of disjointness.
   std::vector<std::uint64_t> subtree_features;
   std::vector<std::int32_t> subtree_size;  // nodes in the subtree, itself included
+  std::vector<double> subtree_min, subtree_max;  // range of the leaf values in the subtree
 
   // ---- trees ----
   std::vector<std::int32_t> tree_root;
