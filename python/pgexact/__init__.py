@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from . import noise
+from . import mc, noise
 from ._adapters import load
 from ._api import pg2, pg2_curve, pgi2, pgu2, rank
 from ._moments import expected, infidelity
@@ -24,6 +24,7 @@ __all__ = [
     "expected",
     "infidelity",
     "load",
+    "mc",
     "noise",
     "pg2",
     "pg2_curve",
