@@ -1,5 +1,6 @@
 #include <pybind11/stl.h>
 
+#include <limits>
 #include <string>
 
 #include "convert.hpp"
@@ -24,6 +25,18 @@ Noise make_noise(const Arena& a, const CArray<double>& sigma, const CArray<std::
 
 Pruning pruning_of(bool reference) { return reference ? Pruning::None : Pruning::Full; }
 
+// The perturbed-feature mask: one (d,) mask for every row, or an (n, d) mask, one per row.
+// Returns whether it is per row.
+bool check_mask(const Arena& a, const CArray<std::uint8_t>& mask, std::int64_t n_rows) {
+  if (mask.ndim() == 2) {
+    require_2d(mask, a.n_features, "features");
+    if (mask.shape(0) != n_rows) throw std::invalid_argument("features: mask must have one row per row of X");
+    return true;
+  }
+  require_1d(mask, a.n_features, "features");
+  return false;
+}
+
 }  // namespace
 
 void register_kernels(py::module_& m) {
@@ -33,14 +46,7 @@ void register_kernels(py::module_& m) {
          const CArray<std::uint8_t>& family, int n_threads, bool reference) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
-        bool per_row = false;
-        if (mask.ndim() == 2) {
-          require_2d(mask, a.n_features, "features");
-          if (mask.shape(0) != n) throw std::invalid_argument("features: mask must have one row per row of X");
-          per_row = true;
-        } else {
-          require_1d(mask, a.n_features, "features");
-        }
+        const bool per_row = check_mask(a, mask, n);
         const Noise noise = make_noise(a, sigma, family);
         py::array_t<double> out(n);
         const double* x = X.data();
@@ -114,14 +120,7 @@ void register_kernels(py::module_& m) {
          const CArray<std::uint8_t>& family, int n_threads) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
-        bool per_row = false;
-        if (mask.ndim() == 2) {
-          require_2d(mask, a.n_features, "features");
-          if (mask.shape(0) != n) throw std::invalid_argument("features: mask must have one row per row of X");
-          per_row = true;
-        } else {
-          require_1d(mask, a.n_features, "features");
-        }
+        const bool per_row = check_mask(a, mask, n);
         const Noise noise = make_noise(a, sigma, family);
         py::array_t<double> out(n);
         const double* x = X.data();
@@ -153,7 +152,7 @@ void register_kernels(py::module_& m) {
       },
       py::arg("arena"), py::arg("X"), py::arg("sigma"), py::arg("family"), py::arg("n_threads") = 0);
 
-  m.def("max_threads", []() { return resolve_threads(0); });
+  m.def("max_threads", []() { return resolve_threads(0, std::numeric_limits<std::int64_t>::max()); });
 }
 
 }  // namespace pgexact::bindings

@@ -4,10 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
-
-#ifdef PGEXACT_OPENMP
-#include <omp.h>
-#endif
+#include <thread>
 
 namespace pgexact {
 namespace {
@@ -693,11 +690,15 @@ void check_perturbable(const Arena& a, const std::uint8_t* perturbed, std::int64
   }
 }
 
-int resolve_threads(int n_threads) {
+int resolve_threads(int n_threads, std::int64_t n_rows) {
 #ifdef PGEXACT_OPENMP
-  return n_threads > 0 ? n_threads : omp_get_max_threads();
+  if (n_threads <= 0) n_threads = omp_get_max_threads();
+  const std::int64_t cores = std::max<std::int64_t>(1, std::thread::hardware_concurrency());
+  const std::int64_t cap = std::max<std::int64_t>(1, std::min<std::int64_t>(n_rows, 4 * cores));
+  return static_cast<int>(std::min<std::int64_t>(n_threads, cap));
 #else
   (void)n_threads;
+  (void)n_rows;
   return 1;
 #endif
 }
@@ -708,21 +709,10 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
   noise.validate(a.n_features);
   check_perturbable(a, perturbed, mask_per_row ? n_rows : 1);
   const std::int64_t d = a.n_features;
-  const int threads = resolve_threads(n_threads);
-#ifdef PGEXACT_OPENMP
-#pragma omp parallel num_threads(threads)
-#endif
-  {
-    Workspace ws(a);
-#ifdef PGEXACT_OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
-    for (std::int64_t i = 0; i < n_rows; ++i) {
-      ws.begin_row(X + i * d);
-      out[i] = pg2_row(a, noise, perturbed + (mask_per_row ? i * d : 0), ws, pruning);
-    }
-  }
-  (void)threads;
+  for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
+    ws.begin_row(X + i * d);
+    out[i] = pg2_row(a, noise, perturbed + (mask_per_row ? i * d : 0), ws, pruning);
+  });
 }
 
 void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
@@ -753,27 +743,16 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
       }
     }
   }
-  const int threads = resolve_threads(n_threads);
-#ifdef PGEXACT_OPENMP
-#pragma omp parallel num_threads(threads)
-#endif
-  {
-    Workspace ws(a);
-    std::vector<std::uint8_t> mask(static_cast<std::size_t>(d));
-#ifdef PGEXACT_OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
-    for (std::int64_t i = 0; i < n_rows; ++i) {
-      ws.begin_row(X + i * d);
-      const std::int64_t* rk = ranking + (ranking_per_row ? i * d : 0);
-      std::fill(mask.begin(), mask.end(), 0);
-      for (std::int64_t k = 0; k < n_steps; ++k) {
-        mask[rk[k]] = 1;
-        out[i * n_steps + k] = pg2_row(a, noise, mask.data(), ws, pruning);
-      }
+  for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
+    ws.begin_row(X + i * d);
+    const std::int64_t* rk = ranking + (ranking_per_row ? i * d : 0);
+    auto& mask = ws.row_mask;
+    mask.assign(static_cast<std::size_t>(d), 0);
+    for (std::int64_t k = 0; k < n_steps; ++k) {
+      mask[rk[k]] = 1;
+      out[i * n_steps + k] = pg2_row(a, noise, mask.data(), ws, pruning);
     }
-  }
-  (void)threads;
+  });
 }
 
 void expected_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
@@ -781,21 +760,10 @@ void expected_batch(const Arena& a, const Noise& noise, const double* X, std::in
   noise.validate(a.n_features);
   check_perturbable(a, perturbed, mask_per_row ? n_rows : 1);
   const std::int64_t d = a.n_features;
-  const int threads = resolve_threads(n_threads);
-#ifdef PGEXACT_OPENMP
-#pragma omp parallel num_threads(threads)
-#endif
-  {
-    Workspace ws(a);
-#ifdef PGEXACT_OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
-    for (std::int64_t i = 0; i < n_rows; ++i) {
-      ws.begin_row(X + i * d);
-      out[i] = expected_row(a, noise, perturbed + (mask_per_row ? i * d : 0), ws);
-    }
-  }
-  (void)threads;
+  for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
+    ws.begin_row(X + i * d);
+    out[i] = expected_row(a, noise, perturbed + (mask_per_row ? i * d : 0), ws);
+  });
 }
 
 void first_moments_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
@@ -804,21 +772,10 @@ void first_moments_batch(const Arena& a, const Noise& noise, const double* X, st
   const std::int64_t d = a.n_features;
   const std::vector<std::uint8_t> all(static_cast<std::size_t>(d), 1);
   check_perturbable(a, all.data(), 1);
-  const int threads = resolve_threads(n_threads);
-#ifdef PGEXACT_OPENMP
-#pragma omp parallel num_threads(threads)
-#endif
-  {
-    Workspace ws(a);
-#ifdef PGEXACT_OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
-    for (std::int64_t i = 0; i < n_rows; ++i) {
-      ws.begin_row(X + i * d);
-      first_moments_row(a, noise, all.data(), ws, out + i * d);
-    }
-  }
-  (void)threads;
+  for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
+    ws.begin_row(X + i * d);
+    first_moments_row(a, noise, all.data(), ws, out + i * d);
+  });
 }
 
 }  // namespace pgexact

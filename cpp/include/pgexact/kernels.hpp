@@ -27,6 +27,10 @@
 #include <cstdint>
 #include <vector>
 
+#ifdef PGEXACT_OPENMP
+#include <omp.h>
+#endif
+
 #include "pgexact/arena.hpp"
 #include "pgexact/noise.hpp"
 
@@ -88,6 +92,7 @@ class Workspace {
   std::vector<std::int32_t> region_lo[2], region_hi[2];
   std::vector<std::uint8_t> perturbed;
   std::uint64_t perturbed_mask = 0;
+  std::vector<std::uint8_t> row_mask, row_flags;  // per-row scratch of the batch drivers
   // Stacks.
   std::vector<Frame> frames, inner_frames;
   std::vector<Undo> undo, inner_undo;
@@ -130,7 +135,27 @@ void expected_batch(const Arena& arena, const Noise& noise, const double* X, std
 void first_moments_batch(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                          int n_threads, double* out);
 
-// Resolves n_threads (<= 0: all available) the same way for every batch function.
-int resolve_threads(int n_threads);
+// Threads to start for n_threads (<= 0: all available), never more than there are rows or
+// four per core: each thread costs a workspace, and results do not depend on the count.
+int resolve_threads(int n_threads, std::int64_t n_rows);
+
+// Runs body(ws, i) for every row i, in parallel over rows with one Workspace per thread. Rows
+// are independent and each is computed by one thread in a fixed order, so the results are
+// bit-identical for any thread count.
+template <typename Body>
+void for_each_row(const Arena& arena, std::int64_t n_rows, int n_threads, Body&& body) {
+  const int threads = resolve_threads(n_threads, n_rows);
+#ifdef PGEXACT_OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+  {
+    Workspace ws(arena);
+#ifdef PGEXACT_OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (std::int64_t i = 0; i < n_rows; ++i) body(ws, i);
+  }
+  (void)threads;
+}
 
 }  // namespace pgexact
