@@ -1,0 +1,365 @@
+"""The exact metrics over a Dask cluster: rows are independent, so each row block is one task.
+
+>>> import dask.array as da
+>>> import pgexact.dask
+>>> X = da.from_array(X_numpy, chunks=(10_000, -1))
+>>> scores = pgexact.dask.pgi2(model, X, ranking, sigma=0.3)   # lazy (n,) float64
+>>> scores.compute()                   # == pgexact.pgi2(model, X_numpy, ranking, sigma=0.3)
+
+Every function takes the same arguments as its in-memory counterpart (:func:`pgexact.pg2`,
+:func:`pgexact.pg2_curve`, :func:`pgexact.pgi2`, :func:`pgexact.pgu2`, :func:`pgexact.rank`,
+:func:`pgexact.expected`) except that ``X`` is a 2-D ``dask.array.Array`` or a
+``dask.dataframe.DataFrame``, and returns a lazy dask array chunked like the rows of X:
+``(n,)`` float64, ``(n, d)`` float64 for :func:`pg2_curve`, ``(n, d)`` int64 for :func:`rank`.
+Each row block is evaluated by calling the in-memory function on it, so the computed values
+are identical (bit for bit) to the in-memory results.
+
+* The model is loaded and the arguments are validated once, eagerly, on the client: a bad
+  ``sigma``, feature name, ranking or ``output`` raises here, not later on a worker.
+* The :class:`~pgexact.TreeEnsemble` is shipped to the workers once, not once per block: with a
+  ``distributed`` client active it is broadcast with ``client.scatter(..., broadcast=True)`` and
+  every block task refers to that one key; otherwise it sits in the graph as a single key
+  (``pgexact-model-<token>``) that every block task depends on. It pickles as its compact,
+  validated arena bytes.
+* X may be chunked along columns; it is rechunked to one column chunk. A dask DataFrame is
+  matched to the model's feature names like a pandas DataFrame (reordered once, extra columns
+  dropped), then converted with ``to_dask_array(lengths=True)`` (which computes the partition
+  lengths).
+* Per-row arguments, a ``(n, d)`` ``ranking``, ``attributions`` or boolean ``features`` mask
+  (numpy or dask), are rechunked to X's row chunks; ``(d,)`` ones are shared by every block.
+* ``n_jobs`` (OpenMP threads inside each block task) defaults to 1, not "all cores": Dask
+  workers already run one task per worker thread, so more threads per task would oversubscribe
+  the cores. Raise it only for workers with one thread and several cores each.
+
+Build the arrays while the ``Client`` that will compute them is active (the scattered model
+belongs to that client).
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+import uuid
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+import dask
+import dask.array as da
+from dask.base import tokenize
+
+from ._adapters import load
+from ._validation import (
+    _is_dataframe,
+    as_attributions,
+    as_feature_mask,
+    as_matrix,
+    as_n_jobs,
+    as_noise,
+    as_ranking,
+)
+from .ensemble import TreeEnsemble
+
+__all__ = ["pg2", "pg2_curve", "pgi2", "pgu2", "rank", "expected"]
+
+
+# ----------------------------------------------------------------------------- the workers
+
+
+def _in_memory(name: str) -> Callable[..., np.ndarray]:
+    from . import _api, _moments
+
+    return {
+        "pg2": _api.pg2,
+        "pg2_curve": _api.pg2_curve,
+        "pgi2": _api.pgi2,
+        "pgu2": _api.pgu2,
+        "rank": _api.rank,
+        "expected": _moments.expected,
+    }[name]
+
+
+def _run_block(ens: TreeEnsemble, x: np.ndarray, *row_args: np.ndarray, metric: str,
+               row_names: Tuple[str, ...], options: Dict[str, Any]) -> np.ndarray:
+    """One row block: the in-memory function on the block and its slice of the per-row args."""
+    kw = dict(options)
+    kw.update(zip(row_names, row_args))
+    return _in_memory(metric)(ens, x, **kw)
+
+
+def _frame_to_float64(df: Any) -> Any:
+    """A pandas partition as float64 columns (pd.NA -> NaN), as ``as_matrix`` converts it."""
+    import pandas as pd
+
+    try:
+        values = df.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"X: DataFrame columns must be numeric ({exc})") from None
+    return pd.DataFrame(values, index=df.index, columns=df.columns)
+
+
+# ------------------------------------------------------------------------------ the client
+
+
+def _is_dask_dataframe(X: Any) -> bool:
+    return (dask.is_dask_collection(X) and hasattr(X, "columns") and hasattr(X, "map_partitions")
+            and hasattr(X, "to_dask_array"))
+
+
+def _active_client() -> Any:
+    """The default ``distributed`` client, if one is active (and synchronous), else None."""
+    if "distributed" not in sys.modules:  # no client can exist; skip the import
+        return None
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover - dask without distributed
+        return None
+    try:
+        client = default_client()
+    except ValueError:
+        return None
+    if getattr(client, "asynchronous", False) or getattr(client, "status", "running") != "running":
+        return None
+    return client
+
+
+def _model_key(ens: TreeEnsemble) -> str:
+    return "pgexact-model-" + tokenize(pickle.dumps(ens, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+# live broadcast futures, by (client id, model key): arrays built from the same model while an
+# earlier one is alive share its copy on the workers instead of broadcasting it again
+_SCATTERED: "weakref.WeakValueDictionary[Tuple[str, str], Any]" = weakref.WeakValueDictionary()
+
+
+def _model_handle(ens: TreeEnsemble) -> Any:
+    """The model as ONE graph key: a broadcast future with a client, else a delayed literal."""
+    key = _model_key(ens)
+    client = _active_client()
+    if client is None:
+        return dask.delayed(ens, name=key, pure=True)
+    cache_key = (client.id, key)
+    future = _SCATTERED.get(cache_key)
+    if future is not None and future.status == "finished":
+        return future
+    # A fresh key each broadcast: scattering again under a key whose previous future is being
+    # released races with that release and can lose the data ("lost dependencies").
+    fresh = f"{key}-{uuid.uuid4().hex[:12]}"
+    future = client.scatter({fresh: ens}, broadcast=True)[fresh]
+    _SCATTERED[cache_key] = future
+    return future
+
+
+def _check_numeric_columns(meta: Any) -> None:
+    """Reject string / datetime columns eagerly (object columns are converted per block)."""
+    from pandas.api import types
+
+    for col, dtype in meta.dtypes.items():
+        if not (types.is_numeric_dtype(dtype) or types.is_bool_dtype(dtype)
+                or types.is_object_dtype(dtype) or isinstance(dtype, types.CategoricalDtype)):
+            raise TypeError(
+                f"X: DataFrame columns must be numeric; column {col!r} has dtype {dtype}"
+            )
+
+
+def _as_dask_matrix(X: Any, ens: TreeEnsemble) -> da.Array:
+    """X as a 2-D dask array with the model's d columns in one chunk (names matched)."""
+    d = ens.n_features
+    if _is_dask_dataframe(X):
+        meta = X._meta
+        as_matrix(meta, ens)  # the in-memory name / column-count checks, on the empty meta
+        _check_numeric_columns(meta)
+        names = ens.feature_names
+        columns = [str(c) for c in X.columns]
+        if names is not None and set(names) <= set(columns):
+            X = X[[X.columns[columns.index(n)] for n in names]]
+        meta_out = _frame_to_float64(X._meta)
+        X = X.map_partitions(_frame_to_float64, meta=meta_out).to_dask_array(lengths=True)
+    elif dask.is_dask_collection(X) and not isinstance(X, da.Array):
+        raise TypeError(
+            f"X: expected a 2-D dask.array.Array or a dask DataFrame, got {type(X).__name__}"
+        )
+    elif not isinstance(X, da.Array):
+        raise TypeError(
+            f"X: expected a dask.array.Array or a dask DataFrame, got {type(X).__name__}; "
+            "for numpy arrays or pandas DataFrames use the in-memory pgexact functions"
+        )
+    if X.ndim != 2:
+        raise ValueError(f"X: expected a 2-D array of shape (n_rows, {d}), got {X.ndim}-D")
+    if X.shape[1] != d:
+        raise ValueError(f"X: expected {d} columns (the model's features), got {X.shape[1]}")
+    as_matrix(np.empty((0, d), dtype=X.dtype), ens)  # dtype checks (complex, strings)
+    if len(X.chunks[1]) != 1:
+        X = X.rechunk({1: -1})
+    return X
+
+
+class _Rows:
+    """Collects the per-row arguments, chunked like X's rows, and the shared ones."""
+
+    def __init__(self, X: da.Array, d: int) -> None:
+        self.X, self.d = X, d
+        self.n = X.shape[0]
+        self.names: List[str] = []
+        self.arrays: List[da.Array] = []
+        self.shared: Dict[str, Any] = {}
+
+    def _known(self, name: str) -> int:
+        if np.isnan(self.n):
+            raise ValueError(
+                f"{name}: per-row values need X's row chunk sizes; call X.compute_chunk_sizes() "
+                "(or to_dask_array(lengths=True)) first"
+            )
+        return int(self.n)
+
+    def add_dask(self, name: str, value: Any) -> bool:
+        """A dask argument: (d,) is computed and shared, (n, d) is rechunked to X's rows."""
+        if _is_dask_dataframe(value):
+            value = value.to_dask_array(lengths=True)
+        if not dask.is_dask_collection(value):
+            return False
+        if not isinstance(value, da.Array):
+            raise TypeError(f"{name}: expected a numpy or dask array, got {type(value).__name__}")
+        if value.ndim == 1:
+            self.shared[name] = value.compute()
+            return True
+        n = self._known(name)
+        if value.ndim != 2 or value.shape != (n, self.d):
+            raise ValueError(
+                f"{name}: expected shape ({self.d},) or ({n}, {self.d}), got {value.shape}"
+            )
+        self.names.append(name)
+        self.arrays.append(value.rechunk((self.X.chunks[0], (self.d,))))
+        return True
+
+    def add_numpy(self, name: str, arr: np.ndarray) -> None:
+        """A validated (n, d) numpy argument, split into X's row chunks."""
+        self.names.append(name)
+        self.arrays.append(da.from_array(arr, chunks=(self.X.chunks[0], (self.d,))))
+
+
+def _features(rows: _Rows, ens: TreeEnsemble, features: Any) -> None:
+    if rows.add_dask("features", features):
+        return
+    n = -1 if np.isnan(rows.n) else int(rows.n)
+    if np.ndim(features) == 2:
+        n = rows._known("features")
+    mask = as_feature_mask(features, ens, n)  # raises for bad names / indices / shapes
+    if mask.ndim == 2:
+        rows._known("features")
+        rows.add_numpy("features", mask.astype(bool))
+    else:
+        rows.shared["features"] = features
+
+
+def _ranking(rows: _Rows, ranking: Any, name: str = "ranking") -> None:
+    if rows.add_dask(name, ranking):
+        return
+    d = rows.d
+    n = -1 if np.isnan(rows.n) else int(rows.n)
+    if np.ndim(ranking) == 2:
+        n = rows._known(name)
+    rk = as_ranking(ranking, d, n, name)
+    if rk.ndim == 2:
+        rows.add_numpy(name, rk)
+    else:
+        rows.shared[name] = rk
+
+
+def _attributions(rows: _Rows, attributions: Any) -> None:
+    if rows.add_dask("attributions", attributions):
+        return
+    if _is_dataframe(attributions):
+        attributions = attributions.to_numpy()
+    if hasattr(attributions, "values") and hasattr(attributions, "base_values"):
+        attributions = attributions.values  # a shap.Explanation
+    d = rows.d
+    if np.ndim(attributions) == 1:
+        rows.shared["attributions"] = as_attributions(attributions, d, 1)[0]
+        return
+    n = rows._known("attributions")
+    rows.add_numpy("attributions", as_attributions(attributions, d, n))
+
+
+def _build(func: str, model: Any, X: Any, *, sigma: Any, noise: Any, n_jobs: Any,
+           output: Optional[int], features: Any = None, ranking: Any = None,
+           attributions: Any = None, uses: Tuple[str, ...] = ()) -> da.Array:
+    ens = load(model, output=output)
+    d = ens.n_features
+    as_noise(noise, sigma, d)
+    as_n_jobs(n_jobs)
+    Xd = _as_dask_matrix(X, ens)
+    rows = _Rows(Xd, d)
+    if "features" in uses:
+        _features(rows, ens, features)
+    if "ranking" in uses:
+        if ranking is not None and attributions is not None:
+            raise ValueError("ranking: give either ranking or attributions, not both")
+        if ranking is not None or func == "pg2_curve":
+            _ranking(rows, ranking)
+        elif attributions is not None:
+            _attributions(rows, attributions)
+    options = dict(rows.shared, sigma=sigma, noise=noise, n_jobs=n_jobs)
+    wide = func in ("pg2_curve", "rank")
+    dtype = np.int64 if func == "rank" else np.float64
+    return da.map_blocks(
+        _run_block,
+        _model_handle(ens),
+        Xd,
+        *rows.arrays,
+        metric=func,
+        row_names=tuple(rows.names),
+        options=options,
+        token=f"pgexact-{func}",
+        dtype=dtype,
+        chunks=(Xd.chunks[0], (d,)) if wide else (Xd.chunks[0],),
+        drop_axis=None if wide else 1,
+        meta=np.empty((0, 0) if wide else (0,), dtype=dtype),
+    )
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def pg2(model: Any, X: Any, features: Any, *, sigma: Any = 0.3, noise: Any = "normal",
+        n_jobs: Optional[int] = 1, output: Optional[int] = None) -> da.Array:
+    """Lazy :func:`pgexact.pg2` over the row blocks of a dask array / DataFrame, (n,) float64."""
+    return _build("pg2", model, X, features=features, sigma=sigma, noise=noise, n_jobs=n_jobs,
+                  output=output, uses=("features",))
+
+
+def pg2_curve(model: Any, X: Any, ranking: Any, *, sigma: Any = 0.3, noise: Any = "normal",
+              n_jobs: Optional[int] = 1, output: Optional[int] = None) -> da.Array:
+    """Lazy :func:`pgexact.pg2_curve`: PG² of every prefix of the ranking, (n, d) float64."""
+    return _build("pg2_curve", model, X, ranking=ranking, sigma=sigma, noise=noise,
+                  n_jobs=n_jobs, output=output, uses=("ranking",))
+
+
+def pgi2(model: Any, X: Any, ranking: Any = None, *, attributions: Any = None, sigma: Any = 0.3,
+         noise: Any = "normal", n_jobs: Optional[int] = 1, output: Optional[int] = None
+         ) -> da.Array:
+    """Lazy :func:`pgexact.pgi2`, (n,) float64; greedy ranking when neither argument is given."""
+    return _build("pgi2", model, X, ranking=ranking, attributions=attributions, sigma=sigma,
+                  noise=noise, n_jobs=n_jobs, output=output, uses=("ranking",))
+
+
+def pgu2(model: Any, X: Any, ranking: Any = None, *, attributions: Any = None, sigma: Any = 0.3,
+         noise: Any = "normal", n_jobs: Optional[int] = 1, output: Optional[int] = None
+         ) -> da.Array:
+    """Lazy :func:`pgexact.pgu2`, (n,) float64; greedy ranking when neither argument is given."""
+    return _build("pgu2", model, X, ranking=ranking, attributions=attributions, sigma=sigma,
+                  noise=noise, n_jobs=n_jobs, output=output, uses=("ranking",))
+
+
+def rank(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
+         n_jobs: Optional[int] = 1, output: Optional[int] = None) -> da.Array:
+    """Lazy :func:`pgexact.rank`: the greedy PG² ranking per row, (n, d) int64."""
+    return _build("rank", model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
+
+
+def expected(model: Any, X: Any, features: Any, *, sigma: Any = 0.3, noise: Any = "normal",
+             n_jobs: Optional[int] = 1, output: Optional[int] = None) -> da.Array:
+    """Lazy :func:`pgexact.expected`: ``E[f(x')]`` with ``features`` perturbed, (n,) float64."""
+    return _build("expected", model, X, features=features, sigma=sigma, noise=noise,
+                  n_jobs=n_jobs, output=output, uses=("features",))
