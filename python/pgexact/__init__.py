@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from . import mc, noise
+from . import mc, metrics, noise, openxai
 from ._adapters import load
 from ._api import pg2, pg2_curve, pgi2, pgu2, rank
 from ._moments import expected, infidelity
@@ -25,7 +25,9 @@ __all__ = [
     "infidelity",
     "load",
     "mc",
+    "metrics",
     "noise",
+    "openxai",
     "pg2",
     "pg2_curve",
     "pgi2",

@@ -74,7 +74,10 @@ def _from_xgboost(model: Any, output: Optional[int]) -> TreeEnsemble:
         booster = model
         n_iterations = -1  # Booster.predict uses every tree by default
     else:
-        booster = model.get_booster()
+        try:
+            booster = model.get_booster()
+        except Exception as exc:  # xgboost raises NotFittedError on an unfitted wrapper
+            raise ValueError(f"model: this {name} is not fitted ({exc})") from None
         # The scikit-learn wrapper predicts with the best iteration when early stopping set one.
         best = booster.attr("best_iteration")
         n_iterations = int(best) + 1 if best is not None else -1
@@ -88,8 +91,13 @@ def _from_xgboost(model: Any, output: Optional[int]) -> TreeEnsemble:
 def _from_path(path: str, output: Optional[int]) -> TreeEnsemble:
     if not os.path.exists(path):
         raise ValueError(f"model: file not found: {path!r}")
-    with open(path, "rb") as fh:
-        raw = fh.read()
+    if os.path.isdir(path):
+        raise ValueError(f"model: {path!r} is a directory, not a model file")
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise ValueError(f"model: cannot read {path!r} ({exc})") from None
     if not raw:
         raise ValueError(f"model: file {path!r} is empty")
     head = raw.lstrip()[:1]
@@ -119,7 +127,7 @@ def load(model: Any, output: Optional[int] = None) -> TreeEnsemble:
     require it.
     """
     if isinstance(model, TreeEnsemble):
-        if output is not None and int(output) != model.output:
+        if output is not None and as_output(output, model.n_outputs, "model") != model.output:
             raise ValueError(
                 f"output: this TreeEnsemble computes output {model.output}; reload the original "
                 f"model with output={output}"

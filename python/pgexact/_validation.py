@@ -61,13 +61,24 @@ def as_matrix(X: Any, ensemble: "TreeEnsemble", name: str = "X") -> np.ndarray:
         )
     if arr.shape[1] != d:
         raise ValueError(f"{name}: expected {d} columns (the model's features), got {arr.shape[1]}")
-    return np.ascontiguousarray(arr, dtype=np.float64)
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    # x + delta is meaningless at +-inf (and the kernels' CDF differences would be inf - inf).
+    infinite = np.isinf(arr)
+    if infinite.any():
+        i, j = (int(v[0]) for v in np.nonzero(infinite))
+        raise ValueError(
+            f"{name}: contains infinite values (first at row {i}, column {j}); pgexact needs finite "
+            "inputs, with NaN for a missing value"
+        )
+    return arr
 
 
 def as_sigma(sigma: Any, d: int) -> np.ndarray:
     """Per-feature standard deviations: a positive finite scalar or a (d,) array."""
-    if isinstance(sigma, (str, bytes)) or sigma is None:
+    if isinstance(sigma, (str, bytes, bool, np.bool_)) or sigma is None:
         raise TypeError(f"sigma: expected a positive float or an array of {d}, got {sigma!r}")
+    if np.asarray(sigma).dtype == np.bool_:
+        raise TypeError(f"sigma: expected a positive float or an array of {d} floats, got booleans")
     try:
         arr = np.asarray(sigma, dtype=np.float64)
     except (TypeError, ValueError):
@@ -243,6 +254,11 @@ def ranking_from_attributions(attributions: Any, d: int, n_rows: int) -> np.ndar
     return np.ascontiguousarray(np.argsort(-np.abs(arr), axis=1, kind="stable"), dtype=np.int64)
 
 
+# More threads than this are never requested from the core (which also caps at the row count and
+# at four per core): results do not depend on the number of threads.
+MAX_N_JOBS = 1 << 16
+
+
 def as_n_jobs(n_jobs: Any) -> int:
     """OpenMP threads: None or -1 for all cores (0 for the core), else a positive integer."""
     if n_jobs is None:
@@ -254,7 +270,7 @@ def as_n_jobs(n_jobs: Any) -> int:
         return 0
     if n < 1:
         raise ValueError(f"n_jobs: expected None, -1 or a positive integer, got {n}")
-    return n
+    return min(n, MAX_N_JOBS)
 
 
 def as_output(output: Optional[Union[int, np.integer]], n_outputs: int, what: str) -> int:
@@ -356,3 +372,79 @@ def as_row_index(index: Any, n_rows: int) -> Union[int, slice, np.ndarray]:
         bad = int(arr[(arr < -n_rows) | (arr >= n_rows)][0])
         raise IndexError(f"index: row {bad} is out of range for {n_rows} rows")
     return np.ascontiguousarray(arr % n_rows, dtype=np.int64) if n_rows else arr.astype(np.int64)
+
+
+# -- evaluation arguments (pgexact.metrics / pgexact.openxai) ----------------------------------
+def as_rankings(rankings: Any, name: str = "rankings") -> np.ndarray:
+    """(n, d) int64 rankings, every row a permutation of 0..d-1; a (d,) vector is one row."""
+    if hasattr(rankings, "ranking") and hasattr(rankings, "curve"):
+        rankings = rankings.ranking  # a pgexact.Explanation
+    arr = np.asarray(rankings)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[1] == 0:
+        raise ValueError(f"{name}: expected an (n, d) array of rankings with d >= 1, got shape {arr.shape}")
+    return as_ranking(arr, arr.shape[1], arr.shape[0], name).reshape(arr.shape)
+
+
+def as_sigma_list(values: Any, name: str) -> Tuple[float, ...]:
+    """One or more positive finite scalar noise levels, as a tuple of floats."""
+    if isinstance(values, (str, bytes, bool, np.bool_)) or values is None:
+        raise TypeError(f"{name}: expected a positive float or a sequence of them, got {values!r}")
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected a positive float or a sequence of them") from None
+    if np.asarray(values).dtype == np.bool_:
+        raise TypeError(f"{name}: expected positive floats, got booleans")
+    arr = arr.reshape(-1) if arr.ndim <= 1 else None
+    if arr is None:
+        raise ValueError(f"{name}: expected a scalar or a 1-D sequence of scalars")
+    if arr.size == 0:
+        raise ValueError(f"{name}: expected at least one value")
+    if not np.all(np.isfinite(arr)) or not np.all(arr > 0):
+        raise ValueError(f"{name}: every value must be positive and finite, got {arr.tolist()}")
+    return tuple(float(v) for v in arr)
+
+
+def as_same_shape_pair(a: Any, b: Any, names: Tuple[str, str]) -> Tuple[np.ndarray, np.ndarray]:
+    """Two finite float64 arrays of the same shape (``names`` label them in errors)."""
+    out = []
+    for value, name in zip((a, b), names):
+        try:
+            arr = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name}: expected a numeric array") from None
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name}: values must be finite (no NaN or inf)")
+        out.append(arr)
+    if out[0].shape != out[1].shape:
+        raise ValueError(f"{names[1]}: expected the shape of {names[0]} {out[0].shape}, got {out[1].shape}")
+    return out[0], out[1]
+
+
+def as_top_k(k: Any, d: int) -> int:
+    """OpenXAI's ``k``: a fraction in (0, 1] -> ceil(k * d), or an integer in 1..d."""
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Real):
+        raise TypeError(f"k: expected a fraction in (0, 1] or an integer in 1..{d}, got {k!r}")
+    if isinstance(k, numbers.Integral):
+        if not 1 <= int(k) <= d:
+            raise ValueError(f"k: expected an integer in 1..{d} (the number of features), got {int(k)}")
+        return int(k)
+    x = float(k)
+    if not (np.isfinite(x) and 0.0 < x <= 1.0):
+        raise ValueError(f"k: expected a fraction in (0, 1] or an integer in 1..{d}, got {k!r}")
+    # ceil(k * d), robust to k * d landing a rounding error above an integer (0.3 * 10)
+    K = int(np.ceil(x * d - 1e-9 * max(1.0, x * d)))
+    return min(max(K, 1), d)
+
+
+def as_seed(seed: Any) -> Optional[int]:
+    """A random seed: None (fresh draws) or a non-negative integer."""
+    if seed is None:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed: expected None or a non-negative integer, got {seed!r}")
+    if int(seed) < 0:
+        raise ValueError(f"seed: expected None or a non-negative integer, got {int(seed)}")
+    return int(seed)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple
 
 import numpy as np
 
+from . import metrics as _metrics
 from ._adapters import load
 from ._api import rank_with_curve
 from ._validation import (
@@ -282,11 +283,7 @@ class Explanation:
 
     def rank_counts(self) -> np.ndarray:
         """``(d, d)`` int64: ``counts[i, k]`` = number of rows in which feature i has rank k+1."""
-        R = self._2d("ranking")
-        d = self.n_features
-        counts = np.zeros((d, d), dtype=np.int64)
-        np.add.at(counts, (R, np.broadcast_to(np.arange(d), R.shape)), 1)
-        return counts
+        return _metrics.rank_counts(self._2d("ranking"))
 
     def global_importance(self, scheme: str = "geom") -> "pandas.Series":
         """Aggregate score ``R_i`` per feature, a pandas Series sorted descending.
@@ -305,16 +302,12 @@ class Explanation:
         import pandas as pd
 
         d = self.n_features
-        kind, K = as_importance_scheme(scheme, d)
-        n = self._2d("ranking").shape[0]
+        kind, _ = as_importance_scheme(scheme, d)
         if kind == "gain":
+            n = self._2d("values").shape[0]
             score = self._2d("values").mean(axis=0) if n else np.full(d, np.nan)
-        else:
-            counts = self.rank_counts().astype(np.float64)
-            if kind == "geom":
-                score = counts @ np.exp2(-np.arange(1, d + 1, dtype=np.float64))
-            else:
-                score = counts[:, :K].sum(axis=1) / n if n else np.full(d, np.nan)
+        else:  # one implementation, shared with pgexact.metrics.global_scores
+            score = _metrics.global_scores(self._2d("ranking"), scheme)
         series = pd.Series(score, index=pd.Index(self.feature_names, name="feature"),
                            name=f"pgexact importance ({scheme.lower()})")
         return series.sort_values(ascending=False, kind="stable")
@@ -401,7 +394,7 @@ class Explanation:
         head = f"pgexact.Explanation({n} rows x {d} features; {settings})"
         if n == 0:
             return head
-        counts = self.rank_counts() @ np.exp2(-np.arange(1, d + 1, dtype=np.float64))
+        counts = _metrics.global_scores(self.ranking, "geom")
         best = np.argsort(-counts, kind="stable")[:5]
         top = ", ".join(self.feature_names[j] for j in best)
         return (f"{head}\n"
