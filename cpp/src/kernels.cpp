@@ -171,11 +171,36 @@ bool tree_moments(const Arena& a, Workspace& ws, std::int64_t t, double* var_out
   return true;
 }
 
+// One step of the pair recursion, shared by both versions: follows unperturbed splits (decided
+// by x) without branching, then either reports that the two subtrees are independent given the
+// box (returns true) or picks the side to split (*side = 0 for tree t's node n, 1 for m).
+inline bool pair_settle(const Arena& a, const Workspace& ws, std::int32_t& n, std::int32_t& m,
+                        std::uint64_t cut_a, std::uint64_t cut_b, int* side) {
+  const double* x = ws.row;
+  while (a.feature[n] >= 0 && !ws.perturbed[a.feature[n]]) n = fixed_child(a, n, x);
+  while (a.feature[m] >= 0 && !ws.perturbed[a.feature[m]]) m = fixed_child(a, m, x);
+  const std::uint64_t pmask = ws.perturbed_mask;
+  const std::uint64_t fn = a.feature[n] >= 0 ? a.subtree_features[n] & pmask : 0;
+  const std::uint64_t fm = a.feature[m] >= 0 ? a.subtree_features[m] & pmask : 0;
+  const bool cut_n = (cut_a & fn) != 0;
+  const bool cut_m = (cut_b & fm) != 0;
+  // Given the box, subtrees on disjoint independent features, each restricted by the box only
+  // where its own region already restricts it, are independent.
+  if (!cut_n && !cut_m && (fn & fm) == 0) return true;
+  // Split the side whose own features the other region cuts; otherwise the larger subtree.
+  if (cut_n) {
+    *side = 0;
+  } else if (cut_m) {
+    *side = 1;
+  } else {
+    *side = a.subtree_size[n] >= a.subtree_size[m] ? 0 : 1;
+  }
+  return false;
+}
+
 // Cov(f_t, f_s) by the pair recursion described in kernels.hpp, with an explicit stack and an
 // undo log: the version for trees too deep for the call stack. Side 0 is tree t, side 1 is s.
 double pair_covariance_deep(const Arena& a, Workspace& ws, std::int64_t t, std::int64_t s, bool exact_bits) {
-  const double* x = ws.row;
-  const std::uint64_t pmask = ws.perturbed_mask;
   auto& frames = ws.frames;
   frames.clear();
   frames.push_back(Frame{1.0, 0, 0, a.tree_root[t], a.tree_root[s], 0, -1, -1, 0, 0, 0, 0});
@@ -186,27 +211,10 @@ double pair_covariance_deep(const Arena& a, Workspace& ws, std::int64_t t, std::
     enter(ws, ws.undo, f);
     std::int32_t n = f.a;
     std::int32_t m = f.b;
-    // An unperturbed split is decided by x: follow it without branching.
-    while (a.feature[n] >= 0 && !ws.perturbed[a.feature[n]]) n = fixed_child(a, n, x);
-    while (a.feature[m] >= 0 && !ws.perturbed[a.feature[m]]) m = fixed_child(a, m, x);
-    const std::uint64_t fn = a.feature[n] >= 0 ? a.subtree_features[n] & pmask : 0;
-    const std::uint64_t fm = a.feature[m] >= 0 ? a.subtree_features[m] & pmask : 0;
-    const bool cut_n = (f.cut_a & fn) != 0;
-    const bool cut_m = (f.cut_b & fm) != 0;
-    if (!cut_n && !cut_m && (fn & fm) == 0) {
-      // Given the box, the two subtrees depend on disjoint independent features, and the box
-      // restricts each only where its own region already does.
+    int side = 0;
+    if (pair_settle(a, ws, n, m, f.cut_a, f.cut_b, &side)) {
       total += f.p * ws.cmean[n] * ws.cmean[m];
       continue;
-    }
-    // Split the side whose own features the other region cuts; otherwise the larger subtree.
-    std::int32_t side;
-    if (cut_n) {
-      side = 0;
-    } else if (cut_m) {
-      side = 1;
-    } else {
-      side = a.subtree_size[n] >= a.subtree_size[m] ? 0 : 1;
     }
     const std::int32_t node = side == 0 ? n : m;
     const std::int32_t j = a.feature[node];
@@ -250,7 +258,7 @@ double pair_covariance_deep(const Arena& a, Workspace& ws, std::int64_t t, std::
 class PairRecursion {
  public:
   PairRecursion(const Arena& a, Workspace& ws, bool exact_bits)
-      : a_(a), ws_(ws), x_(ws.row), pmask_(ws.perturbed_mask), exact_bits_(exact_bits),
+      : a_(a), ws_(ws), exact_bits_(exact_bits),
         box_lo_(ws.box_lo.data()), box_hi_(ws.box_hi.data()) {
     region_lo_[0] = ws.region_lo[0].data();
     region_hi_[0] = ws.region_hi[0].data();
@@ -274,27 +282,14 @@ class PairRecursion {
   }
 
   double rec(std::int32_t n, std::int32_t m, double p, std::uint64_t cut_a, std::uint64_t cut_b) {
-    while (a_.feature[n] >= 0 && !ws_.perturbed[a_.feature[n]]) n = fixed_child(a_, n, x_);
-    while (a_.feature[m] >= 0 && !ws_.perturbed[a_.feature[m]]) m = fixed_child(a_, m, x_);
-    const std::uint64_t fn = a_.feature[n] >= 0 ? a_.subtree_features[n] & pmask_ : 0;
-    const std::uint64_t fm = a_.feature[m] >= 0 ? a_.subtree_features[m] & pmask_ : 0;
-    const bool cut_n = (cut_a & fn) != 0;
-    const bool cut_m = (cut_b & fm) != 0;
-    if (!cut_n && !cut_m && (fn & fm) == 0) return p * ws_.cmean[n] * ws_.cmean[m];
+    int side = 0;
+    if (pair_settle(a_, ws_, n, m, cut_a, cut_b, &side)) return p * ws_.cmean[n] * ws_.cmean[m];
     if (budget_ > 0.0) {
       const double bound = p * spread(n, 0) * spread(m, 1);
       if (bound <= budget_ - skipped_) {
         skipped_ += bound;
         return 0.0;
       }
-    }
-    int side;
-    if (cut_n) {
-      side = 0;
-    } else if (cut_m) {
-      side = 1;
-    } else {
-      side = a_.subtree_size[n] >= a_.subtree_size[m] ? 0 : 1;
     }
     const std::int32_t node = side == 0 ? n : m;
     const std::int32_t j = a_.feature[node];
@@ -336,8 +331,6 @@ class PairRecursion {
 
   const Arena& a_;
   Workspace& ws_;
-  const double* x_;
-  std::uint64_t pmask_;
   bool exact_bits_;
   std::int32_t* box_lo_;
   std::int32_t* box_hi_;
