@@ -13,8 +13,13 @@ namespace pgexact::bindings {
 
 namespace py = pybind11;
 
+// numpy's NPY_ARRAY_ALIGNED. A contiguous array need not be aligned (a view into a byte buffer,
+// as dask and pickle protocol 5 hand out); reading one through T* is undefined behaviour, so
+// pybind11 passes the flag to numpy, which copies such an array into an aligned one.
+inline constexpr int kAligned = 0x0100;
+
 template <typename T>
-using CArray = py::array_t<T, py::array::c_style | py::array::forcecast>;
+using CArray = py::array_t<T, py::array::c_style | py::array::forcecast | kAligned>;
 
 inline void require_2d(const py::array& a, std::int64_t cols, const char* name) {
   if (a.ndim() != 2) throw std::invalid_argument(std::string(name) + ": expected a 2-D array");

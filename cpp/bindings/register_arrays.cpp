@@ -31,12 +31,12 @@ std::vector<std::int64_t> int_vector(const py::handle& obj, const std::string& n
   if (a.ndim() != 1) throw std::invalid_argument(name + ": expected a 1-D array");
   if (kind == 'u' && a.itemsize() == 8) {
     // uint64 beyond int64 would wrap: check before the conversion.
-    auto u = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    auto u = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast | kAligned>::ensure(a);
     for (py::ssize_t k = 0; k < u.size(); ++k) {
       if (u.data()[k] > static_cast<std::uint64_t>(hi)) throw std::invalid_argument(name + ": value out of range");
     }
   }
-  auto c = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+  auto c = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast | kAligned>::ensure(a);
   std::vector<std::int64_t> out(c.data(), c.data() + c.size());
   for (std::int64_t v : out) {
     if (v < lo || v > hi) {
@@ -55,7 +55,7 @@ std::vector<double> double_vector(const py::handle& obj, const std::string& name
     throw py::type_error(name + ": expected a real-valued array, got dtype " + std::string(py::str(a.dtype())));
   }
   if (a.ndim() != 1) throw std::invalid_argument(name + ": expected a 1-D array");
-  auto c = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
+  auto c = py::array_t<double, py::array::c_style | py::array::forcecast | kAligned>::ensure(a);
   return std::vector<double>(c.data(), c.data() + c.size());
 }
 

@@ -1,6 +1,8 @@
 #include "pgexact/json.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -17,6 +19,64 @@ constexpr std::uint64_t kMaxElements = std::uint64_t{1} << 31;
 
 [[noreturn]] void fail_at(std::size_t pos, const std::string& what) {
   throw ModelError("malformed model file at byte " + std::to_string(pos) + ": " + what);
+}
+
+// Decimal exponent of the leading significant digit of a number that from_chars found out of
+// range (so it is far from 0: its sign tells overflow from underflow). The explicit exponent is
+// clamped, so a hostile "1e99999999999999999999" cannot overflow an integer.
+long decimal_exponent(const char* first, const char* last) {
+  const char* p = first;
+  if (p < last && *p == '-') ++p;
+  long int_digits = 0;   // digits before the point, from the first nonzero one
+  long frac_zeros = 0;   // zeros right after the point, before the first nonzero digit
+  bool nonzero = false;
+  bool point = false;
+  for (; p < last && *p != 'e' && *p != 'E'; ++p) {
+    if (*p == '.') {
+      point = true;
+    } else if (!point) {
+      if (nonzero || *p != '0') {
+        nonzero = true;
+        if (int_digits < 100000) ++int_digits;
+      }
+    } else if (!nonzero) {
+      if (*p != '0') nonzero = true;
+      else if (frac_zeros < 100000) ++frac_zeros;
+    }
+  }
+  const long lead = int_digits > 0 ? int_digits - 1 : -(frac_zeros + 1);
+  long exponent = 0;
+  if (p < last) {
+    ++p;
+    bool neg = false;
+    if (p < last && (*p == '-' || *p == '+')) neg = *p++ == '-';
+    for (; p < last && *p >= '0' && *p <= '9'; ++p) {
+      if (exponent < 100000) exponent = exponent * 10 + (*p - '0');
+    }
+    if (neg) exponent = -exponent;
+  }
+  return lead + exponent;
+}
+
+// Objects with repeated keys are ambiguous (which one does the writer mean?): refuse them.
+void check_unique_keys(const JsonValue& obj, std::size_t pos) {
+  const auto& m = obj.members;
+  if (m.size() < 2) return;
+  if (m.size() <= 32) {
+    for (std::size_t i = 1; i < m.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (m[i].first == m[j].first) fail_at(pos, "key '" + m[i].first.substr(0, 60) + "' appears twice in an object");
+      }
+    }
+    return;
+  }
+  std::vector<std::string_view> keys;
+  keys.reserve(m.size());
+  for (const auto& kv : m) keys.emplace_back(kv.first);
+  std::sort(keys.begin(), keys.end());
+  for (std::size_t i = 1; i < keys.size(); ++i) {
+    if (keys[i] == keys[i - 1]) fail_at(pos, "key '" + std::string(keys[i].substr(0, 60)) + "' appears twice in an object");
+  }
 }
 
 // Adds a parsed element to an array, keeping all-number arrays packed.
@@ -92,6 +152,7 @@ class TextParser {
         if (d == '}') break;
         if (d != ',') fail_at(pos_ - 1, "expected ',' or '}'");
       }
+      check_unique_keys(v, pos_);
     } else if (c == '[') {
       ++pos_;
       v.type = JsonValue::Type::Array;
@@ -139,11 +200,14 @@ class TextParser {
     const char* last = s_.data() + pos_;
     if (*first == '+') fail_at(start, "malformed number");
     const auto res = std::from_chars(first, last, d);
-    if (res.ec == std::errc::result_out_of_range) {
-      // Overflow to +-inf is reported; the model validation rejects non-finite values later.
-      d = (*first == '-') ? -HUGE_VAL : HUGE_VAL;
-    } else if (res.ec != std::errc() || res.ptr != last) {
+    if (res.ptr != last || (res.ec != std::errc() && res.ec != std::errc::result_out_of_range)) {
       fail_at(start, "malformed number");
+    }
+    if (res.ec == std::errc::result_out_of_range) {
+      // Beyond double range: a huge magnitude overflows to +-inf (the model validation rejects
+      // non-finite values later), a tiny one underflows to a signed zero.
+      const bool negative = *first == '-';
+      d = decimal_exponent(first, last) > 0 ? (negative ? -HUGE_VAL : HUGE_VAL) : (negative ? -0.0 : 0.0);
     }
     v.type = JsonValue::Type::Number;
     v.number = d;
@@ -183,8 +247,32 @@ class TextParser {
             else if (h >= 'A' && h <= 'F') code |= static_cast<unsigned>(h - 'A' + 10);
             else fail_at(pos_ - 1, "bad \\u escape");
           }
-          // Feature names are the only strings we keep; encode the code unit as UTF-8
-          // (surrogate pairs are kept as two 3-byte units, which is enough for a name).
+          // A high surrogate followed by an escaped low one is one code point (4 UTF-8 bytes);
+          // a lone surrogate, which UTF-8 cannot hold, becomes U+FFFD.
+          unsigned cp = code;
+          if (code >= 0xD800 && code <= 0xDFFF) {
+            cp = 0xFFFD;
+            unsigned low = 0;
+            bool paired = code <= 0xDBFF && pos_ + 6 <= s_.size() && s_[pos_] == '\\' && s_[pos_ + 1] == 'u';
+            for (int k = 2; paired && k < 6; ++k) {
+              const char h = s_[pos_ + k];
+              low <<= 4;
+              if (h >= '0' && h <= '9') low |= static_cast<unsigned>(h - '0');
+              else if (h >= 'a' && h <= 'f') low |= static_cast<unsigned>(h - 'a' + 10);
+              else if (h >= 'A' && h <= 'F') low |= static_cast<unsigned>(h - 'A' + 10);
+              else paired = false;
+            }
+            if (paired && low >= 0xDC00 && low <= 0xDFFF) {
+              pos_ += 6;
+              cp = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+              out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+              out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+              out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+              out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+              break;
+            }
+          }
+          code = cp;
           if (code < 0x80) {
             out.push_back(static_cast<char>(code));
           } else if (code < 0x800) {
@@ -344,12 +432,14 @@ class UbjParser {
         std::string key = read_string_body();
         v.members.emplace_back(std::move(key), parse_value(type != 0 ? type : next(), depth + 1));
       }
+      check_unique_keys(v, pos_);
       return;
     }
     while (true) {
       need(1);
       if (s_[pos_] == '}') {
         ++pos_;
+        check_unique_keys(v, pos_);
         return;
       }
       std::string key = read_string_body();
@@ -373,6 +463,41 @@ const JsonValue& JsonValue::at(std::string_view key, std::string_view path) cons
     throw ModelError("malformed model file: missing field " + std::string(path) + "." + std::string(key));
   }
   return *v;
+}
+
+bool is_valid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1Fu;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0Fu;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07u;
+    } else {
+      return false;
+    }
+    if (s.size() - i < len) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if ((b & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (b & 0x3Fu);
+    }
+    const std::uint32_t min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
 }
 
 JsonValue parse_json(std::string_view text) { return TextParser(text).parse_document(); }

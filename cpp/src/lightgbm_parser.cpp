@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "pgexact/json.hpp"  // is_valid_utf8
+
 namespace pgexact {
 namespace {
 
@@ -136,7 +138,8 @@ struct RawTree {
   KeyValues kv;
 };
 
-TreeInput build_tree(const RawTree& raw, std::size_t index, std::int32_t n_features, bool* has_categorical) {
+TreeInput build_tree(const RawTree& raw, std::size_t index, std::int32_t n_features, bool* has_categorical,
+                     CategoryBudget& budget) {
   const std::string where = "Tree=" + std::to_string(index);
   const KeyValues& kv = raw.kv;
   if (const auto it = kv.find("is_linear"); it != kv.end() && parse_int(trim(it->second), where + ".is_linear") != 0) {
@@ -216,6 +219,8 @@ TreeInput build_tree(const RawTree& raw, std::size_t index, std::int32_t n_featu
       const auto idx = static_cast<std::size_t>(c);
       const auto begin = static_cast<std::size_t>(cat_boundaries[idx]);
       const auto end = static_cast<std::size_t>(cat_boundaries[idx + 1]);
+      // Nodes may share a set in a hostile file: charge every copy before making it.
+      budget.charge(static_cast<std::int64_t>(end - begin));
       std::vector<std::uint32_t> bits;
       bits.reserve(end - begin);
       for (std::size_t w = begin; w < end; ++w) bits.push_back(static_cast<std::uint32_t>(cat_threshold[w]));
@@ -365,8 +370,9 @@ ModelInput parse_lightgbm_text(std::string_view text, std::int64_t n_iterations,
   const double weight = meta.average_output && used > 0 ? 1.0 / static_cast<double>(used) : 1.0;
   const std::size_t use_trees = static_cast<std::size_t>(used) * K;
   input.trees.reserve(use_trees);
+  CategoryBudget budget;
   for (std::size_t i = 0; i < use_trees; ++i) {
-    TreeInput t = build_tree(raw_trees[i], i, n_features, &meta.has_categorical);
+    TreeInput t = build_tree(raw_trees[i], i, n_features, &meta.has_categorical, budget);
     t.output = static_cast<std::int32_t>(i % K);
     t.weight = weight;
     input.trees.push_back(std::move(t));
@@ -378,6 +384,16 @@ ModelInput parse_lightgbm_text(std::string_view text, std::int64_t n_iterations,
       fail("linear trees (linear_tree=True) are not supported: their leaves are linear functions of the "
            "input, not constants; retrain without linear_tree");
     }
+  }
+  // Strings handed to Python must decode: a corrupted byte would surface as a bare
+  // UnicodeDecodeError instead of a message about the model.
+  for (const auto* list : {&meta.feature_names, &meta.feature_infos}) {
+    for (const std::string& s : *list) {
+      if (!is_valid_utf8(s)) fail("feature_names / feature_infos are not valid UTF-8");
+    }
+  }
+  if (!is_valid_utf8(meta.objective) || !is_valid_utf8(meta.version) || !is_valid_utf8(meta.pandas_categorical)) {
+    fail("objective, version or pandas_categorical is not valid UTF-8");
   }
   if (info != nullptr) *info = std::move(meta);
   return input;

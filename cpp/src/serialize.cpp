@@ -114,6 +114,7 @@ Arena deserialize_arena(std::string_view bytes) {
   }
   in.op = (n > 0 && (flags[0] & kLessEqual)) ? SplitOp::LessEqual : SplitOp::Less;
   // Trees are stored in pre-order, each a contiguous block starting at its root.
+  CategoryBudget budget;  // nodes of a hostile file may all point at one large set
   for (std::size_t t = 0; t < root.size(); ++t) {
     const std::int64_t begin = root[t];
     const std::int64_t end = t + 1 < root.size() ? root[t + 1] : static_cast<std::int64_t>(n);
@@ -139,6 +140,7 @@ Arena deserialize_arena(std::string_view bytes) {
         if (cb < 0 || cs < 0 || cb + cs > static_cast<std::int64_t>(cat_words.size())) {
           throw ModelError("serialized arena: bad category set");
         }
+        budget.charge(cs);
         tree.cat_nodes.push_back(static_cast<std::int32_t>(g - begin));
         tree.cat_bitsets.emplace_back(cat_words.begin() + cb, cat_words.begin() + cb + cs);
       }

@@ -61,7 +61,7 @@ std::vector<double> parse_float_list(std::string s) {
     while (first < last && *first == ' ') ++first;
     const auto res = std::from_chars(first, last, d);
     if (res.ec != std::errc() || res.ptr != last) fail("base_score '" + s + "' is malformed");
-    out.push_back(static_cast<double>(static_cast<float>(d)));
+    out.push_back(static_cast<double>(to_float32(d)));
     pos = end + 1;
   }
   return out;
@@ -98,7 +98,7 @@ std::vector<std::string> string_list(const JsonValue* v) {
   return out;
 }
 
-TreeInput parse_tree(const JsonValue& tree, std::size_t index, std::int32_t n_features) {
+TreeInput parse_tree(const JsonValue& tree, std::size_t index, std::int32_t n_features, CategoryBudget& budget) {
   const std::string path = "trees[" + std::to_string(index) + "]";
   const JsonValue& param = member(tree, "tree_param", path);
   const std::int64_t n = parse_int(param_string(param, "num_nodes", path + ".tree_param"), "num_nodes");
@@ -141,7 +141,7 @@ TreeInput parse_tree(const JsonValue& tree, std::size_t index, std::int32_t n_fe
       t.feature[k] = static_cast<std::int32_t>(f);
     }
     // XGBoost holds split values and leaf values as float32.
-    const double c = static_cast<double>(static_cast<float>(cond[k]));
+    const double c = static_cast<double>(to_float32(cond[k]));
     if (!std::isfinite(c) && std::isfinite(cond[k])) fail(path + " has a value outside float32 range");
     t.threshold[k] = c;
     t.value[k] = c;
@@ -159,33 +159,39 @@ TreeInput parse_tree(const JsonValue& tree, std::size_t index, std::int32_t n_fe
       const auto& segments = numbers(tree, "categories_segments", path, nodes.size());
       const auto& sizes = numbers(tree, "categories_sizes", path, nodes.size());
       const auto& cats = numbers(tree, "categories", path, SIZE_MAX);
+      std::vector<std::uint8_t> listed(un, 0);
       for (std::size_t k = 0; k < nodes.size(); ++k) {
         const std::int32_t node = as_id(nodes[k], "categorical node");
         if (node < 0 || types[node] == 0.0) fail(path + " lists categories for a numeric node");
+        if (listed[node]) fail(path + " lists categories for node " + std::to_string(node) + " twice");
+        listed[node] = 1;
         const double b = segments[k];
         const double s = sizes[k];
         if (!(b >= 0 && s >= 0 && b + s <= static_cast<double>(cats.size())) || b != std::floor(b) || s != std::floor(s)) {
           fail(path + " has an invalid category segment");
         }
-        std::vector<std::uint32_t> bits;
+        // Size the bitset by the largest category, and charge it to the model's budget, before
+        // allocating: a single large category value costs a dense set.
+        double largest = -1.0;
         for (auto c = static_cast<std::size_t>(b); c < static_cast<std::size_t>(b + s); ++c) {
           const double cat = cats[c];
           if (!(cat >= 0.0 && cat < static_cast<double>(kMaxCategory)) || cat != std::floor(cat)) {
             fail(path + " has an invalid category value");
           }
-          const auto cu = static_cast<std::size_t>(cat);
-          if (bits.size() <= cu / 32) bits.resize(cu / 32 + 1, 0u);
+          largest = std::max(largest, cat);
+        }
+        const std::size_t n_words = largest < 0.0 ? 0 : static_cast<std::size_t>(largest) / 32 + 1;
+        budget.charge(static_cast<std::int64_t>(n_words));
+        std::vector<std::uint32_t> bits(n_words, 0u);
+        for (auto c = static_cast<std::size_t>(b); c < static_cast<std::size_t>(b + s); ++c) {
+          const auto cu = static_cast<std::size_t>(cats[c]);
           bits[cu / 32] |= 1u << (cu % 32);
         }
         t.cat_nodes.push_back(node);
         t.cat_bitsets.push_back(std::move(bits));
       }
       for (std::size_t k = 0; k < un; ++k) {
-        if (types[k] != 0.0 && t.left[k] != -1) {
-          bool listed = false;
-          for (std::int32_t c : t.cat_nodes) listed = listed || c == static_cast<std::int32_t>(k);
-          if (!listed) fail(path + " has a categorical node without categories");
-        }
+        if (types[k] != 0.0 && t.left[k] != -1 && !listed[k]) fail(path + " has a categorical node without categories");
       }
     }
   }
@@ -216,7 +222,11 @@ ModelInput parse_xgboost_json(std::string_view bytes, std::int64_t n_iterations,
   const JsonValue doc = looks_like_text_json(bytes) ? parse_json(bytes) : parse_ubjson(bytes);
   XGBoostModelInfo meta;
   if (const JsonValue* version = doc.find("version")) {
-    meta.version.assign(version->numbers.begin(), version->numbers.end());
+    // Converting a double outside int64 (1e999 reads as inf) is undefined: check each entry.
+    for (double v : version->numbers) {
+      if (!(v >= 0.0 && v < 1e9) || v != std::floor(v)) fail("version is not a list of small non-negative integers");
+      meta.version.push_back(static_cast<std::int64_t>(v));
+    }
   }
   const JsonValue& learner = member(doc, "learner", "model");
   meta.feature_names = string_list(learner.find("feature_names"));
@@ -236,6 +246,13 @@ ModelInput parse_xgboost_json(std::string_view bytes, std::int64_t n_iterations,
   if (!meta.feature_names.empty() && meta.feature_names.size() != static_cast<std::size_t>(num_feature)) {
     fail("feature_names has " + std::to_string(meta.feature_names.size()) + " entries, num_feature is " +
          std::to_string(num_feature));
+  }
+  {
+    // XGBoost itself refuses repeated names; columns could not be matched by name with them.
+    std::vector<std::string_view> sorted(meta.feature_names.begin(), meta.feature_names.end());
+    std::sort(sorted.begin(), sorted.end());
+    const auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+    if (dup != sorted.end()) fail("feature_names lists '" + std::string(dup->substr(0, 60)) + "' twice");
   }
 
   const JsonValue& objective = member(learner, "objective", "learner");
@@ -279,7 +296,10 @@ ModelInput parse_xgboost_json(std::string_view bytes, std::int64_t n_iterations,
     std::int64_t per_round = meta.n_outputs;
     if (const JsonValue* gp = model.find("gbtree_model_param")) {
       if (gp->find("num_parallel_tree") != nullptr) {
-        per_round *= std::max<std::int64_t>(1, parse_int(param_string(*gp, "num_parallel_tree", "gbtree_model_param"), "num_parallel_tree"));
+        const std::int64_t parallel =
+            parse_int(param_string(*gp, "num_parallel_tree", "gbtree_model_param"), "num_parallel_tree");
+        if (parallel > 1000000) fail("num_parallel_tree is out of range");
+        per_round *= std::max<std::int64_t>(1, parallel);  // <= 10^12: no overflow
       }
     }
     for (std::size_t k = 0; k <= n_trees; k += static_cast<std::size_t>(per_round)) indptr.push_back(k);
@@ -312,15 +332,24 @@ ModelInput parse_xgboost_json(std::string_view bytes, std::int64_t n_iterations,
   input.base_score = std::move(base);
 
   input.trees.reserve(use_trees);
+  CategoryBudget budget;
   for (std::size_t k = 0; k < use_trees; ++k) {
-    TreeInput t = parse_tree(trees.items[k], k, input.n_features);
+    TreeInput t = parse_tree(trees.items[k], k, input.n_features, budget);
     const double out = tree_info[k];
     if (!(out >= 0 && out < meta.n_outputs) || out != std::floor(out)) fail("tree_info has an output out of range");
     t.output = static_cast<std::int32_t>(out);
     // DART scales each tree's leaves by its weight at prediction time.
-    if (weight_drop != nullptr) t.weight = static_cast<double>(static_cast<float>((*weight_drop)[k]));
+    if (weight_drop != nullptr) t.weight = static_cast<double>(to_float32((*weight_drop)[k]));
     input.trees.push_back(std::move(t));
   }
+  // Strings handed to Python must decode: a corrupted byte would surface as a bare
+  // UnicodeDecodeError instead of a message about the model.
+  for (const auto* list : {&meta.feature_names, &meta.feature_types}) {
+    for (const std::string& s : *list) {
+      if (!is_valid_utf8(s)) fail("feature names / types are not valid UTF-8");
+    }
+  }
+  if (!is_valid_utf8(meta.objective) || !is_valid_utf8(meta.booster)) fail("objective or booster name is not valid UTF-8");
   if (info != nullptr) *info = std::move(meta);
   return input;
 }

@@ -40,4 +40,8 @@ JsonValue parse_json(std::string_view text);
 // Parses Universal Binary JSON as written by XGBoost (`.ubj`, `save_raw("ubj")`).
 JsonValue parse_ubjson(std::string_view bytes);
 
+// True when `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past
+// U+10FFFF). Strings handed to Python (feature names, objective) must be.
+bool is_valid_utf8(std::string_view s);
+
 }  // namespace pgexact

@@ -1,0 +1,11 @@
+"""atheris harness: LightGBM text models through _core.parse_lightgbm_text. See README.md."""
+
+import _harness
+
+
+def factory(core):
+    return lambda data: core.parse_lightgbm_text(data, -1)[0]
+
+
+if __name__ == "__main__":
+    _harness.run(factory)
