@@ -539,6 +539,17 @@ def test_lightgbm_duplicated_key(tmp_path):
         _load_lgb(_lgb_text(LGB_GOOD, header_extra="max_feature_idx=1"), tmp_path)
 
 
+def test_huge_declared_feature_count_is_refused_quickly(tmp_path):
+    # A few hundred bytes must not be able to claim gigabytes of per-feature layout.
+    import time
+
+    text = _lgb_text(LGB_GOOD).replace("max_feature_idx=1", "max_feature_idx=16777215")
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="max_feature_idx"):
+        _load_lgb(text, tmp_path)
+    assert time.perf_counter() - start < 1.0
+
+
 def test_lightgbm_category_memory_bomb(tmp_path):
     # 255 categorical nodes all pointing at one set of 2^19 words (category 2^24 - 1): the text
     # is ~4 MiB, the bitsets would be 510 MiB. Refused by the budget.

@@ -47,7 +47,10 @@ enum class CategoryRule : std::uint8_t {
 
 // Limits that keep hostile model files from exhausting memory.
 inline constexpr std::int64_t kMaxNodes = std::int64_t{1} << 30;
-inline constexpr std::int32_t kMaxFeatures = 1 << 24;
+// Inputs are dense float64 rows, so a million columns is already 8 MB a row; the limit keeps a
+// tiny hostile file that declares a huge feature count from costing gigabytes of per-feature
+// layout and per-thread scratch.
+inline constexpr std::int32_t kMaxFeatures = 1 << 20;
 inline constexpr std::int64_t kMaxCategory = std::int64_t{1} << 24;
 // Category sets are dense bitsets, so one small entry can stand for a large set (a category
 // near 2^24 costs 2 MiB); a model's sets together may hold at most this many 32-bit words
