@@ -16,7 +16,7 @@ For each setup, the median over ``--repeats`` runs of the wall time of building 
 Every result is checked to be identical to the in-memory one.
 
 Run:  python bench/bench_dask.py [--data-dir ../shared/datasets] [--rows 2000] [--chunk 250]
-It prints a markdown table and (unless --no-write) appends it to bench/RESULTS_dask.md.
+It prints a markdown table and (unless --no-write) appends it to bench/RESULTS.md.
 Not part of the test suite.
 """
 
@@ -179,7 +179,7 @@ def main(argv=None):
     print()
     print(table)
     if not args.no_write:
-        out = HERE / "RESULTS_dask.md"
+        out = HERE / "RESULTS.md"
         with open(out, "a", encoding="utf-8") as fh:
             fh.write(table + "\n\n")
         print(f"\nappended to {out}")

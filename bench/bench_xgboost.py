@@ -269,7 +269,8 @@ def write_results(path: Path, table, info, args):
                     "machine for clean absolute times.")
     except (ValueError, IndexError):
         pass
-    text = f"""# Exact PGI² vs Monte Carlo through XGBoost's batched predict
+    text = f"""<!-- xgboost-begin -->
+# Exact PGI² vs Monte Carlo through XGBoost's batched predict
 
 Produced by `{command}` on {info['date']} (commit {info['commit']}).
 
@@ -284,7 +285,15 @@ Produced by `{command}` on {info['date']} (commit {info['commit']}).
 - Platform: {info['platform']}
 - Python {v['python']}, numpy {v['numpy']}, xgboost {v['xgboost']}, scikit-learn {v['sklearn']},
   pgexact {v['pgexact']}
+<!-- xgboost-end -->
 """
+    # Replace only this script's section: the other benchmarks write theirs into the same file.
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    begin, end = "<!-- xgboost-begin -->", "<!-- xgboost-end -->"
+    if begin in old and end in old:
+        text = old[: old.index(begin)] + text + old[old.index(end) + len(end) + 1:]
+    elif old.strip():
+        text = text + "\n" + old
     path.write_text(text, encoding="utf-8")
 
 
