@@ -112,36 +112,50 @@ inline void push_box_children(const Arena& a, Workspace& ws, std::vector<Frame>&
   }
 }
 
+// Visits, in pre-order, every node of the tree rooted at `root` that the perturbation can reach,
+// with the box narrowed to the node's region: visit(n, p) gets the node and P(box) (times p0).
+// Unperturbed splits follow x; the box is restored on return.
+template <typename Visit>
+void walk_reachable(const Arena& a, Workspace& ws, std::vector<Frame>& frames, std::vector<Undo>& log,
+                    std::int32_t root, double p0, Visit&& visit) {
+  frames.clear();
+  frames.push_back(plain_frame(p0, root, 0));
+  while (!frames.empty()) {
+    const Frame f = frames.back();
+    frames.pop_back();
+    enter(ws, log, f);
+    const std::int32_t n = f.a;
+    visit(n, f.p);
+    const std::int32_t j = a.feature[n];
+    if (j < 0) continue;
+    if (!ws.perturbed[j]) {
+      frames.push_back(plain_frame(f.p, fixed_child(a, n, ws.row), f.depth + 1));
+    } else {
+      push_box_children(a, ws, frames, n, f.p, f.depth);
+    }
+  }
+  unwind(ws, log, 0);
+}
+
 // Pass 1 for one tree: P(region) of every reachable node, mu, the centred subtree masses, the
 // tree's variance and its share of the bias E f_t - f_t(x). Returns false if no perturbed
 // feature is reachable (the tree is then constant under the perturbation).
 bool tree_moments(const Arena& a, Workspace& ws, std::int64_t t, double* var_out, double* bias_out) {
   const double* x = ws.row;
-  auto& frames = ws.frames;
-  frames.clear();
   ws.reached.clear();
-  frames.push_back(plain_frame(1.0, a.tree_root[t], 0));
   std::uint64_t mask = 0;
   double mu = 0.0;
-  while (!frames.empty()) {
-    const Frame f = frames.back();
-    frames.pop_back();
-    enter(ws, ws.undo, f);
-    const std::int32_t n = f.a;
-    ws.p[n] = f.p;
+  walk_reachable(a, ws, ws.frames, ws.undo, a.tree_root[t], 1.0, [&](std::int32_t n, double p) {
+    ws.p[n] = p;
     ws.reach[n] = ws.set_epoch;
     ws.reached.push_back(n);
     const std::int32_t j = a.feature[n];
     if (j < 0) {
-      mu += a.value[n] * f.p;
-    } else if (!ws.perturbed[j]) {
-      frames.push_back(plain_frame(f.p, fixed_child(a, n, x), f.depth + 1));
-    } else {
+      mu += a.value[n] * p;
+    } else if (ws.perturbed[j]) {
       mask |= feature_bit(j);
-      push_box_children(a, ws, frames, n, f.p, f.depth);
     }
-  }
-  unwind(ws, ws.undo, 0);
+  });
   ws.mu[t] = mu;
   ws.tree_mask[t] = mask;
   if (mask == 0) return false;
@@ -347,27 +361,11 @@ constexpr std::int32_t kMaxRecursionDepth = 256;
 
 // E[(f_s - mu_s) 1(x' in box)] for the current box, walking every leaf of s it reaches.
 double box_expectation_reference(const Arena& a, Workspace& ws, std::int64_t s, double p_box) {
-  const double* x = ws.row;
   const double mu = ws.mu[s];
-  auto& frames = ws.inner_frames;
-  frames.clear();
-  frames.push_back(plain_frame(p_box, a.tree_root[s], 0));
   double total = 0.0;
-  while (!frames.empty()) {
-    const Frame f = frames.back();
-    frames.pop_back();
-    enter(ws, ws.inner_undo, f);
-    const std::int32_t m = f.a;
-    const std::int32_t j = a.feature[m];
-    if (j < 0) {
-      total += (a.value[m] - mu) * f.p;
-    } else if (!ws.perturbed[j]) {
-      frames.push_back(plain_frame(f.p, fixed_child(a, m, x), f.depth + 1));
-    } else {
-      push_box_children(a, ws, frames, m, f.p, f.depth);
-    }
-  }
-  unwind(ws, ws.inner_undo, 0);
+  walk_reachable(a, ws, ws.inner_frames, ws.inner_undo, a.tree_root[s], p_box, [&](std::int32_t m, double p) {
+    if (a.feature[m] < 0) total += (a.value[m] - mu) * p;
+  });
   return total;
 }
 
@@ -375,30 +373,14 @@ double box_expectation_reference(const Arena& a, Workspace& ws, std::int64_t s, 
 // E[(f_s - mu_s) 1(box_u)] for every later active tree s, with no pruning.
 double tree_covariances_reference(const Arena& a, Workspace& ws, std::int64_t t, const std::int32_t* partners,
                                   std::size_t n_partners) {
-  const double* x = ws.row;
   const double mu = ws.mu[t];
-  auto& frames = ws.frames;
-  frames.clear();
-  frames.push_back(plain_frame(1.0, a.tree_root[t], 0));
   double total = 0.0;
-  while (!frames.empty()) {
-    const Frame f = frames.back();
-    frames.pop_back();
-    enter(ws, ws.undo, f);
-    const std::int32_t n = f.a;
-    const std::int32_t j = a.feature[n];
-    if (j < 0) {
-      const double dev = a.value[n] - mu;
-      double inner = 0.0;
-      for (std::size_t k = 0; k < n_partners; ++k) inner += box_expectation_reference(a, ws, partners[k], f.p);
-      total += dev * inner;
-    } else if (!ws.perturbed[j]) {
-      frames.push_back(plain_frame(f.p, fixed_child(a, n, x), f.depth + 1));
-    } else {
-      push_box_children(a, ws, frames, n, f.p, f.depth);
-    }
-  }
-  unwind(ws, ws.undo, 0);
+  walk_reachable(a, ws, ws.frames, ws.undo, a.tree_root[t], 1.0, [&](std::int32_t n, double p) {
+    if (a.feature[n] >= 0) return;
+    double inner = 0.0;
+    for (std::size_t k = 0; k < n_partners; ++k) inner += box_expectation_reference(a, ws, partners[k], p);
+    total += (a.value[n] - mu) * inner;
+  });
   return total;
 }
 
@@ -564,27 +546,12 @@ void first_moments_row(const Arena& a, const Noise& noise, const std::uint8_t* a
       ws.moment[k] = noise_partial_moment(noise.family[j], noise.sigma[j], a.bounds[k] - x[j]);
     }
   }
-  auto& frames = ws.frames;
   for (std::int64_t t = 0; t < a.n_trees(); ++t) {
     const double c_x = a.value[a.leaf_of(t, x)];
-    frames.clear();
-    frames.push_back(plain_frame(1.0, a.tree_root[t], 0));
-    while (!frames.empty()) {
-      const Frame f = frames.back();
-      frames.pop_back();
-      enter(ws, ws.undo, f);
-      const std::int32_t n = f.a;
-      const std::int32_t j = a.feature[n];
-      if (j >= 0) {
-        if (!ws.perturbed[j]) {
-          frames.push_back(plain_frame(f.p, fixed_child(a, n, x), f.depth + 1));
-        } else {
-          push_box_children(a, ws, frames, n, f.p, f.depth);
-        }
-        continue;
-      }
-      const double w = (a.value[n] - c_x) * f.p;
-      if (w == 0.0) continue;
+    walk_reachable(a, ws, ws.frames, ws.undo, a.tree_root[t], 1.0, [&](std::int32_t n, double p) {
+      if (a.feature[n] >= 0) return;
+      const double w = (a.value[n] - c_x) * p;
+      if (w == 0.0) return;
       for (std::int32_t k = 0; k < d; ++k) {
         const std::int32_t lo = ws.box_lo[k];
         const std::int32_t hi = ws.box_hi[k];
@@ -592,8 +559,7 @@ void first_moments_row(const Arena& a, const Noise& noise, const std::uint8_t* a
         const double m = mass(ws, lo, hi);
         if (m > 0.0) out[k] += w * ((ws.moment[hi] - ws.moment[lo]) / m);
       }
-    }
-    unwind(ws, ws.undo, 0);
+    });
   }
 }
 
