@@ -635,6 +635,389 @@ double pg2_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed
   return bias * bias + (total_var > 0.0 ? total_var : 0.0);
 }
 
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// One walk for several perturbed sets of a row ("variants"): the prefixes of a ranking
+// (pg2_curve) or the candidate sets S + {j} of a greedy step (greedy_rank).
+//
+// The pair recursion for a set S is the recursion for a larger set in which every split on a
+// feature outside S follows x. So one recursion over the union of the sets serves them all: at
+// a split on feature j it branches for the variants that perturb j and follows x for the
+// others. Each state carries the set of variants it is valid for (bit v = variant v, at most 64)
+// and one P(box) per variant; a state is independent, skipped or finished per variant. Every
+// variant gets the same terms, certified bounds and fall-back as pg2_row; states that the
+// variants share are visited once instead of once each. Only used with at most 64 features
+// (exact feature bits) and bounded depth.
+
+inline int lowest_bit(std::uint64_t v) { return __builtin_ctzll(v); }
+
+class VariantRecursion {
+ public:
+  VariantRecursion(const Arena& a, Workspace& ws, std::int32_t count, const double* budget, double* cov,
+                   double* skipped)
+      : a_(a), ws_(ws), count_(count), branch_(ws.variant_branch.data()), features_(ws.variant_features.data()),
+        cmean_(ws.variant_cmean.data()), budget_(budget), cov_(cov), skipped_(skipped), box_lo_(ws.box_lo.data()),
+        box_hi_(ws.box_hi.data()) {
+    region_lo_[0] = ws.region_lo[0].data();
+    region_hi_[0] = ws.region_hi[0].data();
+    region_lo_[1] = ws.region_lo[1].data();
+    region_hi_[1] = ws.region_hi[1].data();
+    for (std::int32_t v = 0; v < count; ++v) max_budget_ = std::max(max_budget_, budget[v]);
+  }
+
+  void covariance(std::int64_t t, std::int64_t s, std::uint64_t live) {
+    const std::size_t n_trees = static_cast<std::size_t>(a_.n_trees());
+    for (std::int32_t v = 0; v < count_; ++v) {
+      mu_[0][v] = ws_.variant_mu[static_cast<std::size_t>(v) * n_trees + static_cast<std::size_t>(t)];
+      mu_[1][v] = ws_.variant_mu[static_cast<std::size_t>(v) * n_trees + static_cast<std::size_t>(s)];
+      ws_.variant_p[static_cast<std::size_t>(v)] = 1.0;
+    }
+    rec(a_.tree_root[t], a_.tree_root[s], 0, live, 0, 0);
+  }
+
+ private:
+  // Features that some variant of `live` perturbs.
+  std::uint64_t features_of(std::uint64_t live) const {
+    std::uint64_t f = 0;
+    for (; live != 0; live &= live - 1) f |= features_[lowest_bit(live)];
+    return f;
+  }
+  // Variants that perturb some feature of `mask`.
+  std::uint64_t variants_of(std::uint64_t mask) const {
+    std::uint64_t v = 0;
+    for (; mask != 0; mask &= mask - 1) v |= branch_[lowest_bit(mask)];
+    return v;
+  }
+
+  double spread(std::int32_t n, double mu) const {
+    return std::max(a_.subtree_max[n] - mu, mu - a_.subtree_min[n]);
+  }
+
+  void rec(std::int32_t n, std::int32_t m, std::int32_t level, std::uint64_t live, std::uint64_t cut_a,
+           std::uint64_t cut_b) {
+    const double* x = ws_.row;
+    const std::size_t stride = static_cast<std::size_t>(count_);
+    const double* p = ws_.variant_p.data() + static_cast<std::size_t>(level) * stride;
+    int side = 0;
+    std::int32_t node = -1;
+    std::int32_t j = -1;
+    for (;;) {
+      // Splits that no live variant perturbs follow x.
+      while (a_.feature[n] >= 0 && (branch_[a_.feature[n]] & live) == 0) n = fixed_child(a_, n, x);
+      while (a_.feature[m] >= 0 && (branch_[a_.feature[m]] & live) == 0) m = fixed_child(a_, m, x);
+      const std::uint64_t pmask = features_of(live);
+      const std::uint64_t fn = a_.feature[n] >= 0 ? a_.subtree_features[n] & pmask : 0;
+      const std::uint64_t fm = a_.feature[m] >= 0 ? a_.subtree_features[m] & pmask : 0;
+      // pair_settle's independence test, per variant: it fails for the variants perturbing a
+      // feature both subtrees use or one the other region cuts.
+      const std::uint64_t dependent = variants_of((fn & fm) | (cut_a & fn) | (cut_b & fm));
+      const std::uint64_t independent = live & ~dependent;
+      for (std::uint64_t b = independent; b != 0; b &= b - 1) {
+        const int v = lowest_bit(b);
+        cov_[v] += p[v] * cmean_[static_cast<std::size_t>(n) * stride + v] *
+                   cmean_[static_cast<std::size_t>(m) * stride + v];
+      }
+      live &= dependent;
+      if (live == 0) return;
+      // Certified skipping, with each variant's own budget. A spread is at least half the leaf
+      // range whatever the mean, so one test with the smallest P(box) and the largest budget
+      // rules out most states at once.
+      double p_min = 1.0;
+      for (std::uint64_t b = live; b != 0; b &= b - 1) p_min = std::min(p_min, p[lowest_bit(b)]);
+      const double floor_bound = p_min * (0.25 * (a_.subtree_max[n] - a_.subtree_min[n])) *
+                                 (a_.subtree_max[m] - a_.subtree_min[m]);
+      for (std::uint64_t b = floor_bound <= max_budget_ ? live : 0; b != 0; b &= b - 1) {
+        const int v = lowest_bit(b);
+        if (!(budget_[v] > 0.0)) continue;
+        const double bound = p[v] * spread(n, mu_[0][v]) * spread(m, mu_[1][v]);
+        if (bound <= budget_[v] - skipped_[v]) {
+          skipped_[v] += bound;
+          live &= ~(std::uint64_t{1} << v);
+        }
+      }
+      if (live == 0) return;
+      const bool cut_n = (cut_a & fn) != 0;
+      const bool cut_m = (cut_b & fm) != 0;
+      if (cut_n) {
+        side = 0;
+      } else if (cut_m) {
+        side = 1;
+      } else if ((fn & fm) != 0) {
+        side = a_.subtree_size[n] >= a_.subtree_size[m] ? 0 : 1;
+      } else {
+        side = a_.feature[n] >= 0 ? 0 : 1;
+      }
+      node = side == 0 ? n : m;
+      j = a_.feature[node];
+      if ((live & branch_[j]) != 0) break;
+      // No live variant perturbs j any more (they were finished above): follow x.
+      if (side == 0) {
+        n = fixed_child(a_, n, x);
+      } else {
+        m = fixed_child(a_, m, x);
+      }
+    }
+
+    const std::uint64_t branching = live & branch_[j];  // variants perturbing j
+    const std::uint64_t following = live & ~branching;  // variants for which x decides
+    const std::int32_t fixed = following != 0 ? fixed_child(a_, node, x) : -1;
+    const std::int32_t r = a_.bound_index[node];
+    const std::int32_t lo = box_lo_[j];
+    const std::int32_t hi = box_hi_[j];
+    const std::int32_t rlo = region_lo_[side][j];
+    const std::int32_t rhi = region_hi_[side][j];
+    const std::int32_t olo = region_lo_[1 - side][j];
+    const std::int32_t ohi = region_hi_[1 - side][j];
+    const bool cut = r > lo && r < hi;
+    const double m_box = cut ? mass(ws_, lo, hi) : 0.0;
+    double* pc = ws_.variant_p.data() + static_cast<std::size_t>(level + 1) * stride;
+    const std::uint64_t bit = feature_bit(j);
+    // The box on j matters only to the variants perturbing j; for the others it is narrowed
+    // toward x's side, or left alone where it has no mass on that side.
+    auto visit = [&](std::int32_t child, bool reached, std::int32_t nlo, std::int32_t nhi, std::int32_t nrlo,
+                     std::int32_t nrhi) {
+      double q = 1.0;
+      if (cut) q = m_box > 0.0 ? mass(ws_, nlo, nhi) / m_box : 0.0;
+      std::uint64_t child_live = child == fixed ? live : branching;
+      if (!reached || !(q > 0.0)) child_live &= following;
+      if (child_live == 0) return;
+      for (std::uint64_t b = child_live; b != 0; b &= b - 1) {
+        const int v = lowest_bit(b);
+        pc[v] = (branching >> v) & 1 ? p[v] * q : p[v];
+      }
+      std::uint64_t ca = cut_a;
+      std::uint64_t cb = cut_b;
+      if (reached) {
+        const bool narrower_own = nlo != nrlo || nhi != nrhi;
+        const bool narrower_other = nlo != olo || nhi != ohi;
+        box_lo_[j] = nlo;
+        box_hi_[j] = nhi;
+        region_lo_[side][j] = nrlo;
+        region_hi_[side][j] = nrhi;
+        if (side == 0) {
+          ca = narrower_own ? cut_a | bit : cut_a & ~bit;
+          cb = narrower_other ? cut_b | bit : cut_b & ~bit;
+        } else {
+          cb = narrower_own ? cut_b | bit : cut_b & ~bit;
+          ca = narrower_other ? cut_a | bit : cut_a & ~bit;
+        }
+      }
+      if (side == 0) {
+        rec(child, m, level + 1, child_live, ca, cb);
+      } else {
+        rec(n, child, level + 1, child_live, ca, cb);
+      }
+      box_lo_[j] = lo;
+      box_hi_[j] = hi;
+      region_lo_[side][j] = rlo;
+      region_hi_[side][j] = rhi;
+    };
+    if (r > lo || fixed == a_.left[node]) {
+      visit(a_.left[node], r > lo, lo, std::min(hi, r), rlo, std::min(rhi, r));
+    }
+    if (r < hi || fixed == a_.right[node]) {
+      visit(a_.right[node], r < hi, std::max(lo, r), hi, std::max(rlo, r), rhi);
+    }
+  }
+
+  const Arena& a_;
+  Workspace& ws_;
+  std::int32_t count_;
+  const std::uint64_t* branch_;    // per feature: the variants perturbing it
+  const std::uint64_t* features_;  // per variant: the features it perturbs
+  const double* cmean_;            // [node][variant]: one cache line serves every variant
+  const double* budget_;
+  double* cov_;
+  double* skipped_;
+  std::int32_t* box_lo_;
+  std::int32_t* box_hi_;
+  std::int32_t* region_lo_[2];
+  std::int32_t* region_hi_[2];
+  double max_budget_ = 0.0;
+  double mu_[2][kMaxVariants] = {};
+};
+
+// Estimated work of separate walks over that of the shared walk (see pg2_variants_row) above
+// which the walk is shared: a state of the shared walk costs more than one of a single walk.
+// Measured on the four models of bench/bench_performance.py. Nested (pg2_curve): the shared
+// walk took 0.66x the time of separate walks at a ratio of 3.7, 0.95x at 2.5, 1.0x at 1.7 and
+// 1.24x at 2.2. Siblings (greedy_rank): thresholds 1.0 / 1.3 / 1.6 / 2.0 gave 19.1 / 18.5 /
+// 18.3 / 18.4 ms per row on the wine model and 870 / 700 / 567 / 516 ms on 100 x depth 6
+// (never sharing: 22.8 and 568 ms).
+constexpr double kShareNestedRatio = 2.4;
+constexpr double kShareSiblingRatio = 2.0;
+
+// Bytes of per-variant conditional means one walk may hold per thread.
+constexpr std::size_t kVariantBytes = std::size_t{32} << 20;
+
+}  // namespace
+
+bool shares_walks(const Arena& a, Pruning pruning) {
+  return pruning == Pruning::Full && a.n_features <= 64 && a.max_depth <= kMaxRecursionDepth;
+}
+
+std::int32_t max_variants(const Arena& a) {
+  const std::size_t per_variant = 8 * std::max<std::size_t>(static_cast<std::size_t>(a.n_nodes()), 1);
+  return static_cast<std::int32_t>(std::max<std::size_t>(1, std::min<std::size_t>(kMaxVariants, kVariantBytes / per_variant)));
+}
+
+void pg2_variants_row(const Arena& a, const Noise& noise, const std::uint8_t* masks, std::int32_t count,
+                      bool nested, Workspace& ws, double* out) {
+  const std::int32_t d = a.n_features;
+  const std::size_t n_nodes = static_cast<std::size_t>(a.n_nodes());
+  const std::size_t n_trees = static_cast<std::size_t>(a.n_trees());
+  const double* x = ws.row;
+  // Variants with at most one effectively perturbed feature go to pg2_row (0 or the sweep);
+  // the others are walked together (`walked[w]` is the variant of walk slot w).
+  std::int32_t walked[kMaxVariants];
+  std::int32_t n_walked = 0;
+  if (count < 0 || count > kMaxVariants) throw std::invalid_argument("variants: at most 64 sets per walk");
+  ws.variant_union.assign(static_cast<std::size_t>(d), 0);
+  std::uint8_t* any = ws.variant_union.data();  // features some walked variant perturbs
+  for (std::int32_t v = 0; v < count; ++v) {
+    const std::uint8_t* mv = masks + static_cast<std::size_t>(v) * static_cast<std::size_t>(d);
+    std::int32_t effective = 0;
+    for (std::int32_t j = 0; j < d; ++j) effective += (mv[j] != 0 && !std::isnan(x[j])) ? 1 : 0;
+    if (effective <= 1) {
+      out[v] = pg2_row(a, noise, mv, ws, Pruning::Full);
+      continue;
+    }
+    walked[n_walked++] = v;
+    for (std::int32_t j = 0; j < d; ++j) any[j] |= mv[j];
+  }
+  if (n_walked == 0) return;
+
+  double bias[kMaxVariants], var[kMaxVariants], cov[kMaxVariants], skipped[kMaxVariants], budget[kMaxVariants];
+  std::int64_t n_pairs[kMaxVariants];
+  const auto nw = static_cast<std::size_t>(n_walked);
+  ws.variant_cmean.resize(nw * n_nodes);
+  ws.variant_mu.resize(nw * n_trees);
+  ws.variant_size.resize(nw * n_trees);
+  ws.variant_tree_mask.resize(nw * n_trees);
+  ws.variant_p.resize(static_cast<std::size_t>(2 * a.max_depth + 4) * nw);
+  ws.variant_branch.assign(static_cast<std::size_t>(d), 0);
+  ws.variant_features.assign(nw, 0);
+  // Pass 1 for each variant.
+  for (std::int32_t w = 0; w < n_walked; ++w) {
+    const std::uint8_t* mv = masks + static_cast<std::size_t>(walked[w]) * static_cast<std::size_t>(d);
+    std::int32_t last = -1;
+    set_perturbed(a, noise, mv, ws, &last);
+    for (std::int32_t j = 0; j < d; ++j) {
+      if (ws.perturbed[j]) ws.variant_branch[static_cast<std::size_t>(j)] |= std::uint64_t{1} << w;
+    }
+    ws.variant_features[static_cast<std::size_t>(w)] = ws.perturbed_mask;
+    ws.begin_set();
+    bias[w] = 0.0;
+    var[w] = 0.0;
+    for (std::size_t t = 0; t < n_trees; ++t) {
+      double vt = 0.0;
+      double bt = 0.0;
+      if (tree_moments(a, ws, static_cast<std::int64_t>(t), &vt, &bt)) {
+        var[w] += vt;
+        bias[w] += bt;
+        for (const std::int32_t n : ws.reached) ws.variant_cmean[static_cast<std::size_t>(n) * nw + static_cast<std::size_t>(w)] = ws.cmean[n];
+      }
+      ws.variant_mu[static_cast<std::size_t>(w) * n_trees + t] = ws.mu[t];
+      ws.variant_tree_mask[static_cast<std::size_t>(w) * n_trees + t] = ws.tree_mask[t];
+      ws.variant_size[static_cast<std::size_t>(w) * n_trees + t] = ws.tree_mask[t] != 0 ? static_cast<double>(ws.reached.size()) : 0.0;
+    }
+    cov[w] = 0.0;
+    skipped[w] = 0.0;
+    n_pairs[w] = 0;
+  }
+  const std::uint64_t* tm = ws.variant_tree_mask.data();
+  const double* size = ws.variant_size.data();
+  auto live_of = [&](std::size_t t, std::size_t s) {
+    std::uint64_t live = 0;
+    for (std::size_t w = 0; w < nw; ++w) {
+      if ((tm[w * n_trees + t] & tm[w * n_trees + s]) != 0) live |= std::uint64_t{1} << w;
+    }
+    return live;
+  };
+  // For sibling sets, the reachable tree sizes under the features all of them perturb: the
+  // part of their walks they have in common.
+  if (!nested) {
+    for (std::int32_t j = 0; j < d; ++j) {
+      for (std::int32_t w = 0; w < n_walked && any[j]; ++w) any[j] = masks[static_cast<std::size_t>(walked[w]) * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)];
+    }
+    std::int32_t unused = -1;
+    set_perturbed(a, noise, any, ws, &unused);
+    ws.begin_set();
+    ws.variant_common.resize(n_trees);
+    for (std::size_t t = 0; t < n_trees; ++t) {
+      double vt = 0.0;
+      double bt = 0.0;
+      const bool active = tree_moments(a, ws, static_cast<std::int64_t>(t), &vt, &bt);
+      ws.variant_common[t] = active ? static_cast<double>(ws.reached.size()) : 0.0;
+    }
+    ws.variant_union.assign(static_cast<std::size_t>(d), 0);
+    for (std::int32_t w = 0; w < n_walked; ++w) {
+      for (std::int32_t j = 0; j < d; ++j) any[j] |= masks[static_cast<std::size_t>(walked[w]) * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)];
+    }
+  }
+  // The walk follows x on every feature no variant perturbs, and needs the CDFs of the union.
+  std::int32_t last = -1;
+  set_perturbed(a, noise, any, ws, &last);
+
+  // Pairs dependent for some variant, as consecutive (t, s). The work of separate walks and of
+  // the shared one is estimated per pair by products of reachable tree sizes: separate walks
+  // cost the sum over the variants; the shared walk visits the union of their states, which is
+  // the largest variant's for nested sets and the common part plus each variant's excess for
+  // siblings.
+  ws.partners.clear();
+  double work_separate = 0.0;
+  double work_shared = 0.0;
+  for (std::size_t t = 0; t < n_trees; ++t) {
+    for (std::size_t s = t + 1; s < n_trees; ++s) {
+      const std::uint64_t live = live_of(t, s);
+      if (live == 0) continue;
+      ws.partners.push_back(static_cast<std::int32_t>(t));
+      ws.partners.push_back(static_cast<std::int32_t>(s));
+      const double common = nested ? 0.0 : ws.variant_common[t] * ws.variant_common[s];
+      double largest = 0.0;
+      double excess = common;
+      for (std::uint64_t b = live; b != 0; b &= b - 1) {
+        const auto w = static_cast<std::size_t>(lowest_bit(b));
+        ++n_pairs[w];
+        const double work = size[w * n_trees + t] * size[w * n_trees + s];
+        work_separate += work;
+        largest = std::max(largest, work);
+        excess += std::max(0.0, work - common);
+      }
+      work_shared += nested ? largest : excess;
+    }
+  }
+  // Share the walk only where that saves well over its higher cost per state; otherwise walk
+  // each variant alone. Either way the values are exact.
+  if (!(work_separate >= (nested ? kShareNestedRatio : kShareSiblingRatio) * work_shared)) {
+    for (std::int32_t w = 0; w < n_walked; ++w) {
+      out[walked[w]] = pg2_row(a, noise, masks + static_cast<std::size_t>(walked[w]) * static_cast<std::size_t>(d), ws,
+                               Pruning::Full);
+    }
+    return;
+  }
+  for (std::size_t w = 0; w < nw; ++w) {
+    budget[w] = n_pairs[w] > 0 ? 1e-13 * (bias[w] * bias[w] + var[w]) / static_cast<double>(n_pairs[w]) : 0.0;
+  }
+  VariantRecursion walk(a, ws, n_walked, budget, cov, skipped);
+  for (std::size_t q = 0; q + 1 < ws.partners.size(); q += 2) {
+    const auto t = static_cast<std::size_t>(ws.partners[q]);
+    const auto s = static_cast<std::size_t>(ws.partners[q + 1]);
+    walk.covariance(static_cast<std::int64_t>(t), static_cast<std::int64_t>(s), live_of(t, s));
+  }
+  for (std::int32_t w = 0; w < n_walked; ++w) {
+    const double total_var = var[w] + 2.0 * cov[w];
+    double result = bias[w] * bias[w] + (total_var > 0.0 ? total_var : 0.0);
+    if (2.0 * skipped[w] > 1e-12 * result) {
+      // As in pg2_row: the diagonal part overstated the result; this variant again, alone.
+      result = pg2_row(a, noise, masks + static_cast<std::size_t>(walked[w]) * static_cast<std::size_t>(d), ws,
+                       Pruning::Full);
+    }
+    out[walked[w]] = result;
+  }
+}
+
 void check_perturbable(const Arena& a, const std::uint8_t* perturbed, std::int64_t n_masks) {
   if (a.n_outputs != 1) throw std::invalid_argument("output: kernels need a single-output model");
   const std::int32_t d = a.n_features;
@@ -705,6 +1088,21 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
   for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
     ws.begin_row(X + i * d);
     const std::int64_t* rk = ranking + (ranking_per_row ? i * d : 0);
+    if (shares_walks(a, pruning)) {
+      // The prefixes in chunks of at most max_variants(a), one shared walk per chunk.
+      const auto du = static_cast<std::size_t>(d);
+      const std::int64_t chunk = max_variants(a);
+      auto& masks = ws.variant_masks;
+      for (std::int64_t k0 = 0; k0 < n_steps; k0 += chunk) {
+        const std::int64_t count = std::min(chunk, n_steps - k0);
+        masks.assign(static_cast<std::size_t>(count) * du, 0);
+        for (std::int64_t v = 0; v < count; ++v) {
+          for (std::int64_t q = 0; q <= k0 + v; ++q) masks[static_cast<std::size_t>(v) * du + static_cast<std::size_t>(rk[q])] = 1;
+        }
+        pg2_variants_row(a, noise, masks.data(), static_cast<std::int32_t>(count), true, ws, out + i * n_steps + k0);
+      }
+      return;
+    }
     auto& mask = ws.row_mask;
     mask.assign(static_cast<std::size_t>(d), 0);
     for (std::int64_t k = 0; k < n_steps; ++k) {

@@ -1,5 +1,6 @@
 #include "pgexact/ranking.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -18,18 +19,42 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
     mask.assign(static_cast<std::size_t>(d), 0);
     double current = 0.0;
     std::int64_t step = 0;
+    const bool shared = shares_walks(a, pruning);
+    const std::int64_t chunk = shared ? max_variants(a) : 1;
+    auto& candidates = ws.row_candidates;
+    auto& values = ws.row_values;
     for (; step < d; ++step) {
+      // PG2(S + {j}) for every candidate j: in shared walks of up to `chunk` candidates, which
+      // visit the states the candidates have in common (those of S) once.
+      candidates.clear();
+      for (std::int64_t j = 0; j < d; ++j) {
+        if (!chosen[j] && !a.categorical_feature[j]) candidates.push_back(j);
+      }
+      values.assign(candidates.size(), 0.0);
+      const auto n_cand = static_cast<std::int64_t>(candidates.size());
+      for (std::int64_t c0 = 0; c0 < n_cand; c0 += chunk) {
+        const std::int64_t count = std::min(chunk, n_cand - c0);
+        if (!shared) {
+          mask[candidates[c0]] = 1;
+          values[c0] = pg2_row(a, noise, mask.data(), ws, pruning);
+          mask[candidates[c0]] = 0;
+          continue;
+        }
+        auto& masks = ws.variant_masks;
+        masks.resize(static_cast<std::size_t>(count * d));
+        for (std::int64_t v = 0; v < count; ++v) {
+          std::copy(mask.begin(), mask.end(), masks.begin() + v * d);
+          masks[v * d + candidates[c0 + v]] = 1;
+        }
+        pg2_variants_row(a, noise, masks.data(), static_cast<std::int32_t>(count), false, ws, values.data() + c0);
+      }
       std::int64_t best = -1;
       double best_value = -1.0;
-      for (std::int64_t j = 0; j < d; ++j) {
-        if (chosen[j] || a.categorical_feature[j]) continue;
-        mask[j] = 1;
-        const double v = pg2_row(a, noise, mask.data(), ws, pruning);
-        mask[j] = 0;
+      for (std::int64_t c = 0; c < n_cand; ++c) {
         // Strictly greater: ties go to the lower index.
-        if (v > best_value) {
-          best_value = v;
-          best = j;
+        if (values[c] > best_value) {
+          best_value = values[c];
+          best = candidates[c];
         }
       }
       if (best < 0) break;  // only categorical features are left

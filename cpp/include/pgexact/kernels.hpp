@@ -93,11 +93,20 @@ class Workspace {
   std::vector<std::uint8_t> perturbed;
   std::uint64_t perturbed_mask = 0;
   std::vector<std::uint8_t> row_mask, row_flags;  // per-row scratch of the batch drivers
+  std::vector<std::int64_t> row_candidates;
+  std::vector<double> row_values;
   // Stacks.
   std::vector<Frame> frames, inner_frames;
   std::vector<Undo> undo, inner_undo;
   std::vector<std::int32_t> reached;
   std::vector<SweepItem> sweep;
+  // Shared walk over several perturbed sets of a row (pg2_variants_row): per variant, the
+  // pass-1 conditional means ([node][variant]), tree means, reachable sizes and masks, and the
+  // features it perturbs; per feature, the variants perturbing it; per recursion level, P(box)
+  // per variant; the variants' masks as built by the drivers.
+  std::vector<double> variant_cmean, variant_mu, variant_size, variant_p, variant_common;
+  std::vector<std::uint64_t> variant_tree_mask, variant_branch, variant_features;
+  std::vector<std::uint8_t> variant_masks, variant_union;
   std::uint32_t row_epoch = 0;
   std::uint32_t set_epoch = 0;
   const double* row = nullptr;
@@ -110,6 +119,23 @@ class Workspace {
 // of x are never perturbed.
 double pg2_row(const Arena& arena, const Noise& noise, const std::uint8_t* perturbed, Workspace& ws,
                Pruning pruning);
+
+// At most this many perturbed sets share one walk (one bit each).
+inline constexpr std::int32_t kMaxVariants = 64;
+
+// PG2 of `count` perturbed sets of the row of the last ws.begin_row at once: out[v] for the
+// mask masks[v * n_features ...]. Any sets are valid; `nested` (each contains the previous, as
+// prefixes of a ranking do) or not (siblings such as S + {j}) only tunes the estimate of
+// whether sharing the walk pays. Requires shares_walks(arena, Pruning::Full) and count <=
+// max_variants(arena); values are those of pg2_row within 1e-12 relative.
+void pg2_variants_row(const Arena& arena, const Noise& noise, const std::uint8_t* masks, std::int32_t count,
+                      bool nested, Workspace& ws, double* out);
+
+// Whether pg2_variants_row applies: the fast kernels, at most 64 features, bounded depth.
+bool shares_walks(const Arena& arena, Pruning pruning);
+
+// Sets per shared walk so that the per-variant tables stay within a fixed per-thread budget.
+std::int32_t max_variants(const Arena& arena);
 
 // Checks that no perturbed feature has a categorical split and that the arena has one output.
 // Throws std::invalid_argument naming the feature.

@@ -1,0 +1,238 @@
+"""Every fast path of the exact kernels against the unpruned reference (the paper's pair walk).
+
+The fast kernels prune (reachability, independent trees, conditionally independent subtrees,
+certified skipping of node pairs below 1e-12 relative), sweep one perturbed feature, share one
+walk across the prefixes of a ranking, and reuse it in the greedy ranking. The reference walks
+every leaf pair of every tree pair with none of that. Both must agree to 1e-12 relative on
+random models, random feature sets, random rankings, and rows that sit exactly on split
+thresholds, on float32 rounding boundaries, one ulp beside them, or carry NaN.
+
+These are not restated formulas: the reference shares only the pass-1 probabilities with the
+fast kernels, and both are checked against brute force elsewhere (test_pg2_bruteforce.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xgboost as xgb
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pgexact
+from pgexact import _core
+
+RTOL = 1e-12
+
+
+def _xgb_model(seed, d, n_trees, depth, **extra):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, d))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = np.sin(np.nan_to_num(X[:, 0])) + np.nan_to_num(X[:, 1 % d]) * np.nan_to_num(X[:, 2 % d]) + 0.3 * rng.normal(size=300)
+    params = dict(max_depth=depth, eta=0.3, nthread=2, tree_method="hist", max_bin=32, seed=seed, **extra)
+    return xgb.train(params, xgb.DMatrix(X, label=y, missing=np.nan), num_boost_round=n_trees), X
+
+
+def _awkward_rows(m, X, rng, n_random=3):
+    """Random rows, rows with NaN, rows exactly on thresholds, on float32 rounding boundaries
+    of thresholds and one ulp to either side of those."""
+    d = X.shape[1]
+    rows = [rng.normal(size=d) for _ in range(n_random)]
+    r = rng.normal(size=d)
+    r[rng.integers(d)] = np.nan
+    rows.append(r)
+    thr = _thresholds(m, d)
+    for kind in ("at", "below", "above", "boundary"):
+        r = rng.normal(size=d)
+        for f in range(d):
+            if not len(thr[f]):
+                continue
+            t = float(rng.choice(thr[f]))
+            if kind == "boundary":
+                t = float(np.nextafter(np.float32(t), np.float32(-np.inf))) / 2 + t / 2  # midpoint
+            elif kind == "below":
+                t = float(np.nextafter(t, -np.inf))
+            elif kind == "above":
+                t = float(np.nextafter(t, np.inf))
+            r[f] = t
+        rows.append(r)
+    return np.array(rows)
+
+
+def _thresholds(m, d):
+    df = m.booster_dataframe
+    out = []
+    for f in range(d):
+        name = f"f{f}"
+        out.append(df.loc[df.Feature == name, "Split"].to_numpy(dtype=np.float64))
+    return out
+
+
+class _Model:
+    """An XGBoost booster with its arena and a dataframe of splits (for awkward rows)."""
+
+    def __init__(self, booster):
+        self.booster = booster
+        self.ens = pgexact.load(booster)
+        self.booster_dataframe = booster.trees_to_dataframe()
+        self.arena = self.ens._arena
+        self.d = self.ens.n_features
+
+
+def _noise(d, rng, families=(0, 1, 2)):
+    sigma = rng.uniform(0.05, 1.5, size=d)
+    family = rng.choice(np.array(families, dtype=np.uint8), size=d)
+    return sigma, family
+
+
+def _assert_close(fast, ref):
+    fast = np.asarray(fast)
+    ref = np.asarray(ref)
+    assert np.all(fast >= 0.0)
+    np.testing.assert_allclose(fast, ref, rtol=RTOL, atol=1e-300)
+
+
+MODELS = {
+    "shallow": dict(seed=1, d=5, n_trees=12, depth=3),
+    "deeper": dict(seed=2, d=6, n_trees=10, depth=5),
+    "wide": dict(seed=3, d=9, n_trees=14, depth=4, colsample_bynode=0.6),
+    "lossguide": dict(seed=4, d=5, n_trees=8, depth=0, grow_policy="lossguide", max_leaves=12),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(MODELS))
+def model(request):
+    booster, X = _xgb_model(**MODELS[request.param])
+    m = _Model(booster)
+    m.X = X
+    return m
+
+
+def _rows(m, seed):
+    return _awkward_rows(m, m.X, np.random.default_rng(seed))
+
+
+def test_pg2_fast_equals_reference_random_sets(model):
+    rng = np.random.default_rng(10)
+    X = _rows(model, 11)
+    d = model.d
+    for _ in range(6):
+        sigma, family = _noise(d, rng)
+        masks = (rng.random((X.shape[0], d)) < rng.uniform(0.2, 1.0)).astype(np.uint8)
+        fast = _core.pg2(model.arena, X, masks, sigma, family, 1, False)
+        ref = _core.pg2(model.arena, X, masks, sigma, family, 1, True)
+        _assert_close(fast, ref)
+
+
+def test_pg2_fast_equals_reference_every_single_feature(model):
+    """|S| = 1 takes the sweep, not the pair recursion."""
+    X = _rows(model, 12)
+    d = model.d
+    sigma, family = _noise(d, np.random.default_rng(13))
+    for j in range(d):
+        mask = np.zeros(d, dtype=np.uint8)
+        mask[j] = 1
+        _assert_close(_core.pg2(model.arena, X, mask, sigma, family, 1, False),
+                      _core.pg2(model.arena, X, mask, sigma, family, 1, True))
+
+
+def test_curve_fast_equals_reference(model):
+    """pg2_curve shares work across prefixes; every column must still match the reference."""
+    rng = np.random.default_rng(14)
+    X = _rows(model, 15)
+    d = model.d
+    for n_steps in (d, max(1, d - 2), 2):
+        sigma, family = _noise(d, rng)
+        R = np.array([rng.permutation(d) for _ in range(X.shape[0])], dtype=np.int64)
+        fast = _core.pg2_curve(model.arena, X, R, n_steps, sigma, family, 2, False)
+        ref = _core.pg2_curve(model.arena, X, R, n_steps, sigma, family, 1, True)
+        assert fast.shape == (X.shape[0], n_steps)
+        _assert_close(fast, ref)
+        # ... and every column the same as the stand-alone pg2 of that prefix.
+        for k in range(n_steps):
+            masks = np.zeros((X.shape[0], d), dtype=np.uint8)
+            for i in range(X.shape[0]):
+                masks[i, R[i, : k + 1]] = 1
+            _assert_close(fast[:, k], _core.pg2(model.arena, X, masks, sigma, family, 1, False))
+
+
+def test_greedy_rank_fast_equals_reference(model):
+    X = _rows(model, 16)[:5]
+    d = model.d
+    sigma, family = _noise(d, np.random.default_rng(17))
+    r_fast, c_fast = _core.greedy_rank(model.arena, X, sigma, family, 1, False)
+    r_ref, c_ref = _core.greedy_rank(model.arena, X, sigma, family, 1, True)
+    _assert_close(c_fast, c_ref)
+    for i in range(X.shape[0]):
+        # Rankings agree wherever the choice was not a near-tie (within 1e-10) of PG2 values.
+        for k in range(d):
+            if r_fast[i, k] != r_ref[i, k]:
+                gap = abs(c_fast[i, k] - c_ref[i, k])
+                assert gap <= 1e-10 * max(c_ref[i, k], 1e-300)
+                break
+
+
+def test_many_features_hashed_bits():
+    """More than 64 features: subtree feature masks share bits; pruning must stay conservative."""
+    booster, X = _xgb_model(seed=5, d=80, n_trees=10, depth=4, colsample_bynode=0.9)
+    m = _Model(booster)
+    rng = np.random.default_rng(18)
+    rows = _awkward_rows(m, X, rng)[:5]
+    sigma, family = _noise(m.d, rng)
+    used = np.flatnonzero([len(t) > 0 for t in _thresholds(m, m.d)])
+    for _ in range(3):
+        mask = np.zeros(m.d, dtype=np.uint8)
+        mask[rng.choice(used, size=min(len(used), 12), replace=False)] = 1
+        _assert_close(_core.pg2(m.arena, rows, mask, sigma, family, 1, False),
+                      _core.pg2(m.arena, rows, mask, sigma, family, 1, True))
+    R = np.array([np.concatenate([rng.permutation(used), np.setdiff1d(np.arange(m.d), used)])
+                  for _ in range(rows.shape[0])], dtype=np.int64)
+    n_steps = min(len(used), 10)
+    _assert_close(_core.pg2_curve(m.arena, rows, R, n_steps, sigma, family, 1, False),
+                  _core.pg2_curve(m.arena, rows, R, n_steps, sigma, family, 1, True))
+
+
+def test_lightgbm_and_forest_fast_equals_reference():
+    lgb = pytest.importorskip("lightgbm")
+    from sklearn.ensemble import RandomForestRegressor
+
+    rng = np.random.default_rng(19)
+    X = rng.normal(size=(400, 6))
+    y = X[:, 0] * X[:, 1] + np.sin(3 * X[:, 2]) + 0.1 * rng.normal(size=400)
+    models = [
+        lgb.LGBMRegressor(n_estimators=15, num_leaves=12, random_state=0, verbose=-1, n_jobs=1).fit(X, y),
+        RandomForestRegressor(n_estimators=5, max_depth=5, random_state=0, n_jobs=1).fit(X, y),
+    ]
+    rows = np.vstack([rng.normal(size=(4, 6)), X[:2]])
+    rows[4, 3] = np.nan
+    for model in models:
+        ens = pgexact.load(model)
+        sigma, family = _noise(6, rng)
+        R = np.array([rng.permutation(6) for _ in range(rows.shape[0])], dtype=np.int64)
+        _assert_close(_core.pg2_curve(ens._arena, rows, R, 6, sigma, family, 1, False),
+                      _core.pg2_curve(ens._arena, rows, R, 6, sigma, family, 1, True))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    depth=st.integers(1, 5),
+    n_trees=st.integers(1, 12),
+    d=st.integers(2, 7),
+    data=st.data(),
+)
+def test_hypothesis_random_models_sets_rows(seed, depth, n_trees, d, data):
+    booster, X = _xgb_model(seed=seed, d=d, n_trees=n_trees, depth=depth)
+    m = _Model(booster)
+    rng = np.random.default_rng(seed + 1)
+    rows = _awkward_rows(m, X, rng, n_random=1)
+    sigma = np.array(data.draw(st.lists(st.floats(1e-3, 3.0), min_size=d, max_size=d)))
+    family = np.array(data.draw(st.lists(st.integers(0, 2), min_size=d, max_size=d)), dtype=np.uint8)
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=d, max_size=d)), dtype=np.uint8)
+    _assert_close(_core.pg2(m.arena, rows, mask, sigma, family, 1, False),
+                  _core.pg2(m.arena, rows, mask, sigma, family, 1, True))
+    ranking = np.array(data.draw(st.permutations(range(d))), dtype=np.int64)
+    n_steps = data.draw(st.integers(1, d))
+    _assert_close(_core.pg2_curve(m.arena, rows, ranking, n_steps, sigma, family, 1, False),
+                  _core.pg2_curve(m.arena, rows, ranking, n_steps, sigma, family, 1, True))
