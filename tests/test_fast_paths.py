@@ -236,3 +236,31 @@ def test_hypothesis_random_models_sets_rows(seed, depth, n_trees, d, data):
     n_steps = data.draw(st.integers(1, d))
     _assert_close(_core.pg2_curve(m.arena, rows, ranking, n_steps, sigma, family, 1, False),
                   _core.pg2_curve(m.arena, rows, ranking, n_steps, sigma, family, 1, True))
+
+
+def test_value_of_a_row_does_not_depend_on_its_batch(model):
+    """Rows, prefixes and greedy candidates share walks; each value is computed with the same
+    operations in the same order whatever shares the walk, so it is bit-for-bit the value the
+    row gets alone, in another order, with other rows, or as a curve column."""
+    rng = np.random.default_rng(20)
+    X = np.vstack([_rows(model, 21), model.X[:40]])
+    d = model.d
+    sigma, family = _noise(d, rng)
+    for mask in (np.ones(d, dtype=np.uint8), (rng.random(d) < 0.6).astype(np.uint8)):
+        together = _core.pg2(model.arena, X, mask, sigma, family, 2, False)
+        alone = np.array([_core.pg2(model.arena, X[i : i + 1], mask, sigma, family, 1, False)[0]
+                          for i in range(X.shape[0])])
+        order = rng.permutation(X.shape[0])
+        shuffled = _core.pg2(model.arena, X[order], mask, sigma, family, 3, False)
+        np.testing.assert_array_equal(together, alone)
+        np.testing.assert_array_equal(shuffled, together[order])
+    R = np.array([rng.permutation(d) for _ in range(X.shape[0])], dtype=np.int64)
+    curve = _core.pg2_curve(model.arena, X, R, d, sigma, family, 2, False)
+    for k in range(d):
+        masks = np.zeros((X.shape[0], d), dtype=np.uint8)
+        for i in range(X.shape[0]):
+            masks[i, R[i, : k + 1]] = 1
+        np.testing.assert_array_equal(curve[:, k], _core.pg2(model.arena, X, masks, sigma, family, 1, False))
+    rows = X[:6]
+    ranking, gains = _core.greedy_rank(model.arena, rows, sigma, family, 2, False)
+    np.testing.assert_array_equal(gains, _core.pg2_curve(model.arena, rows, ranking, d, sigma, family, 1, False))

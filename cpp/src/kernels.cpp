@@ -638,17 +638,20 @@ double pg2_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// One walk for several perturbed sets of a row ("variants"): the prefixes of a ranking
-// (pg2_curve) or the candidate sets S + {j} of a greedy step (greedy_rank).
+// One walk for several perturbed sets ("variants"), of one row or of several rows: the prefixes
+// of a ranking (pg2_curve), the candidate sets S + {j} of a greedy step (greedy_rank), or one
+// set for a block of rows (pg2).
 //
-// The pair recursion for a set S is the recursion for a larger set in which every split on a
-// feature outside S follows x. So one recursion over the union of the sets serves them all: at
-// a split on feature j it branches for the variants that perturb j and follows x for the
-// others. Each state carries the set of variants it is valid for (bit v = variant v, at most 64)
-// and one P(box) per variant; a state is independent, skipped or finished per variant. Every
-// variant gets the same terms, certified bounds and fall-back as pg2_row; states that the
-// variants share are visited once instead of once each. Only used with at most 64 features
-// (exact feature bits) and bounded depth.
+// Each variant's walk is exactly the pair recursion it would run alone: each state holds the
+// variants whose walks have reached it so far (bit v = variant v, at most 64), one P(box) per
+// variant, and makes every decision per variant: follow its own row through splits it does
+// not perturb, stop where its subtrees are independent, skip within its own budget, pick the
+// side to split as pair_settle does. Variants that decide alike stay together; a variant that
+// decides otherwise continues in its own branch and never rejoins. States that walks have in
+// common are visited once instead of once per variant, and a variant's terms are added in the
+// same order whatever other variants share the walk: the result of a row does not depend on
+// which rows or sets it was batched with. Only used with at most 64 features (exact feature
+// bits) and bounded depth.
 
 inline int lowest_bit(std::uint64_t v) { return __builtin_ctzll(v); }
 
@@ -656,8 +659,9 @@ class VariantRecursion {
  public:
   VariantRecursion(const Arena& a, Workspace& ws, std::int32_t count, const double* budget, double* cov,
                    double* skipped)
-      : a_(a), ws_(ws), count_(count), branch_(ws.variant_branch.data()), features_(ws.variant_features.data()),
-        cmean_(ws.variant_cmean.data()), budget_(budget), cov_(cov), skipped_(skipped), box_lo_(ws.box_lo.data()),
+      : a_(a), ws_(ws), count_(count), stride_(static_cast<std::size_t>(count)), rows_(ws.variant_row.data()),
+        branch_(ws.variant_branch.data()), features_(ws.variant_features.data()), cmean_(ws.variant_cmean.data()),
+        cdf_(ws.variant_cdf.data()), budget_(budget), cov_(cov), skipped_(skipped), box_lo_(ws.box_lo.data()),
         box_hi_(ws.box_hi.data()) {
     region_lo_[0] = ws.region_lo[0].data();
     region_hi_[0] = ws.region_hi[0].data();
@@ -668,26 +672,41 @@ class VariantRecursion {
 
   void covariance(std::int64_t t, std::int64_t s, std::uint64_t live) {
     const std::size_t n_trees = static_cast<std::size_t>(a_.n_trees());
-    for (std::int32_t v = 0; v < count_; ++v) {
-      mu_[0][v] = ws_.variant_mu[static_cast<std::size_t>(v) * n_trees + static_cast<std::size_t>(t)];
-      mu_[1][v] = ws_.variant_mu[static_cast<std::size_t>(v) * n_trees + static_cast<std::size_t>(s)];
-      ws_.variant_p[static_cast<std::size_t>(v)] = 1.0;
+    for (std::uint64_t b = live; b != 0; b &= b - 1) {
+      const auto v = static_cast<std::size_t>(lowest_bit(b));
+      mu_[0][v] = ws_.variant_mu[v * n_trees + static_cast<std::size_t>(t)];
+      mu_[1][v] = ws_.variant_mu[v * n_trees + static_cast<std::size_t>(s)];
+      ws_.variant_p[v] = 1.0;
+      pair_skipped_[v] = 0.0;
     }
     rec(a_.tree_root[t], a_.tree_root[s], 0, live, 0, 0);
+    for (std::uint64_t b = live; b != 0; b &= b - 1) {
+      const auto v = static_cast<std::size_t>(lowest_bit(b));
+      skipped_[v] += pair_skipped_[v];
+    }
   }
 
  private:
-  // Features that some variant of `live` perturbs.
-  std::uint64_t features_of(std::uint64_t live) const {
-    std::uint64_t f = 0;
-    for (; live != 0; live &= live - 1) f |= features_[lowest_bit(live)];
-    return f;
-  }
   // Variants that perturb some feature of `mask`.
   std::uint64_t variants_of(std::uint64_t mask) const {
     std::uint64_t v = 0;
     for (; mask != 0; mask &= mask - 1) v |= branch_[lowest_bit(mask)];
     return v;
+  }
+
+  // mass() with variant v's boundary CDFs.
+  double mass_of(std::size_t v, std::int32_t lo, std::int32_t hi) const {
+    const Cdf& l = cdf_[static_cast<std::size_t>(lo) * stride_ + v];
+    const Cdf& h = cdf_[static_cast<std::size_t>(hi) * stride_ + v];
+    const double m = l.lower >= 0.5 ? l.upper - h.upper : h.lower - l.lower;
+    return m > 0.0 ? m : 0.0;
+  }
+
+  // Follows variant v's row from n through the splits v does not perturb.
+  std::int32_t settle(std::int32_t n, std::size_t v) const {
+    const std::uint64_t bit = std::uint64_t{1} << v;
+    while (a_.feature[n] >= 0 && (branch_[a_.feature[n]] & bit) == 0) n = fixed_child(a_, n, rows_[v]);
+    return n;
   }
 
   double spread(std::int32_t n, double mu) const {
@@ -696,72 +715,108 @@ class VariantRecursion {
 
   void rec(std::int32_t n, std::int32_t m, std::int32_t level, std::uint64_t live, std::uint64_t cut_a,
            std::uint64_t cut_b) {
-    const double* x = ws_.row;
-    const std::size_t stride = static_cast<std::size_t>(count_);
-    const double* p = ws_.variant_p.data() + static_cast<std::size_t>(level) * stride;
-    int side = 0;
-    std::int32_t node = -1;
-    std::int32_t j = -1;
-    for (;;) {
-      // Splits that no live variant perturbs follow x.
-      while (a_.feature[n] >= 0 && (branch_[a_.feature[n]] & live) == 0) n = fixed_child(a_, n, x);
-      while (a_.feature[m] >= 0 && (branch_[a_.feature[m]] & live) == 0) m = fixed_child(a_, m, x);
-      const std::uint64_t pmask = features_of(live);
-      const std::uint64_t fn = a_.feature[n] >= 0 ? a_.subtree_features[n] & pmask : 0;
-      const std::uint64_t fm = a_.feature[m] >= 0 ? a_.subtree_features[m] & pmask : 0;
-      // pair_settle's independence test, per variant: it fails for the variants perturbing a
-      // feature both subtrees use or one the other region cuts.
-      const std::uint64_t dependent = variants_of((fn & fm) | (cut_a & fn) | (cut_b & fm));
-      const std::uint64_t independent = live & ~dependent;
-      for (std::uint64_t b = independent; b != 0; b &= b - 1) {
-        const int v = lowest_bit(b);
-        cov_[v] += p[v] * cmean_[static_cast<std::size_t>(n) * stride + v] *
-                   cmean_[static_cast<std::size_t>(m) * stride + v];
+    const double* p = ws_.variant_p.data() + static_cast<std::size_t>(level) * stride_;
+    if ((live & (live - 1)) == 0) {
+      const auto v = static_cast<std::size_t>(lowest_bit(live));
+      rec_one(n, m, v, p[v], cut_a, cut_b);
+      return;
+    }
+    // Variants for which n or m splits on a feature they do not perturb move on through their
+    // own rows, grouped by where they arrive; the box does not change.
+    std::uint64_t moving = 0;
+    if (a_.feature[n] >= 0) moving |= live & ~branch_[a_.feature[n]];
+    if (a_.feature[m] >= 0) moving |= live & ~branch_[a_.feature[m]];
+    if (moving != 0) {
+      std::int32_t* to = ws_.variant_nodes.data() + 2 * static_cast<std::size_t>(level) * stride_;
+      for (std::uint64_t b = moving; b != 0; b &= b - 1) {
+        const auto v = static_cast<std::size_t>(lowest_bit(b));
+        to[2 * v] = settle(n, v);
+        to[2 * v + 1] = settle(m, v);
       }
-      live &= dependent;
-      if (live == 0) return;
-      // Certified skipping, with each variant's own budget. A spread is at least half the leaf
-      // range whatever the mean, so one test with the smallest P(box) and the largest budget
-      // rules out most states at once.
-      double p_min = 1.0;
-      for (std::uint64_t b = live; b != 0; b &= b - 1) p_min = std::min(p_min, p[lowest_bit(b)]);
-      const double floor_bound = p_min * (0.25 * (a_.subtree_max[n] - a_.subtree_min[n])) *
-                                 (a_.subtree_max[m] - a_.subtree_min[m]);
-      for (std::uint64_t b = floor_bound <= max_budget_ ? live : 0; b != 0; b &= b - 1) {
-        const int v = lowest_bit(b);
-        if (!(budget_[v] > 0.0)) continue;
-        const double bound = p[v] * spread(n, mu_[0][v]) * spread(m, mu_[1][v]);
-        if (bound <= budget_[v] - skipped_[v]) {
-          skipped_[v] += bound;
-          live &= ~(std::uint64_t{1} << v);
+      for (std::uint64_t left = moving; left != 0;) {
+        const auto v = static_cast<std::size_t>(lowest_bit(left));
+        std::uint64_t group = 0;
+        for (std::uint64_t b = left; b != 0; b &= b - 1) {
+          const auto w = static_cast<std::size_t>(lowest_bit(b));
+          if (to[2 * w] == to[2 * v] && to[2 * w + 1] == to[2 * v + 1]) group |= std::uint64_t{1} << w;
         }
+        left &= ~group;
+        // Settled for every variant of the group: this call moves none of them, so the slots
+        // of this level are not overwritten before the next group reads them.
+        rec(to[2 * v], to[2 * v + 1], level, group, cut_a, cut_b);
       }
+      live &= ~moving;
       if (live == 0) return;
-      const bool cut_n = (cut_a & fn) != 0;
-      const bool cut_m = (cut_b & fm) != 0;
-      if (cut_n) {
-        side = 0;
-      } else if (cut_m) {
-        side = 1;
-      } else if ((fn & fm) != 0) {
-        side = a_.subtree_size[n] >= a_.subtree_size[m] ? 0 : 1;
-      } else {
-        side = a_.feature[n] >= 0 ? 0 : 1;
-      }
-      node = side == 0 ? n : m;
-      j = a_.feature[node];
-      if ((live & branch_[j]) != 0) break;
-      // No live variant perturbs j any more (they were finished above): follow x.
-      if (side == 0) {
-        n = fixed_child(a_, n, x);
-      } else {
-        m = fixed_child(a_, m, x);
+    }
+    // pair_settle's independence test, per variant: a variant depends on the subtrees if it
+    // perturbs a feature both use or one the other region cuts.
+    const std::uint64_t sf_n = a_.feature[n] >= 0 ? a_.subtree_features[n] : 0;
+    const std::uint64_t sf_m = a_.feature[m] >= 0 ? a_.subtree_features[m] : 0;
+    const std::uint64_t cuts_n = cut_a & sf_n;
+    const std::uint64_t cuts_m = cut_b & sf_m;
+    const std::uint64_t dependent = variants_of((sf_n & sf_m) | cuts_n | cuts_m);
+    for (std::uint64_t b = live & ~dependent; b != 0; b &= b - 1) {
+      const auto v = static_cast<std::size_t>(lowest_bit(b));
+      cov_[v] += p[v] * cmean_[static_cast<std::size_t>(n) * stride_ + v] * cmean_[static_cast<std::size_t>(m) * stride_ + v];
+    }
+    live &= dependent;
+    if (live == 0) return;
+    // Certified skipping, with each variant's own budget. A spread is at least half the leaf
+    // range whatever the mean, so one test with the smallest P(box) and the largest budget
+    // rules out most states at once.
+    double p_min = 1.0;
+    for (std::uint64_t b = live; b != 0; b &= b - 1) p_min = std::min(p_min, p[lowest_bit(b)]);
+    const double floor_bound =
+        p_min * (0.25 * (a_.subtree_max[n] - a_.subtree_min[n])) * (a_.subtree_max[m] - a_.subtree_min[m]);
+    for (std::uint64_t b = floor_bound <= kSlack * max_budget_ ? live : 0; b != 0; b &= b - 1) {
+      const auto v = static_cast<std::size_t>(lowest_bit(b));
+      if (!(budget_[v] > 0.0)) continue;
+      const double bound = p[v] * spread(n, mu_[0][v]) * spread(m, mu_[1][v]);
+      if (bound <= budget_[v] - pair_skipped_[v]) {
+        pair_skipped_[v] += bound;
+        live &= ~(std::uint64_t{1} << v);
       }
     }
+    if (live == 0) return;
+    // The side to split, per variant as in pair_settle: the side whose own features the other
+    // region cuts, otherwise the larger subtree.
+    const std::uint64_t cut_n = variants_of(cuts_n);
+    const std::uint64_t cut_m = variants_of(cuts_m);
+    const bool larger_n = a_.subtree_size[n] >= a_.subtree_size[m];
+    const std::uint64_t first = live & (cut_n | (larger_n ? ~cut_m : 0));
+    if (first != 0) split(0, n, m, level, first, cut_a, cut_b);
+    if ((live & ~first) != 0) split(1, n, m, level, live & ~first, cut_a, cut_b);
+  }
 
-    const std::uint64_t branching = live & branch_[j];  // variants perturbing j
-    const std::uint64_t following = live & ~branching;  // variants for which x decides
-    const std::int32_t fixed = following != 0 ? fixed_child(a_, node, x) : -1;
+  // rec() for a single variant v, with P(box) = p: the same operations in the same order (so
+  // the same bits), without the per-variant sets and tables.
+  void rec_one(std::int32_t n, std::int32_t m, std::size_t v, double p, std::uint64_t cut_a, std::uint64_t cut_b) {
+    n = settle(n, v);
+    m = settle(m, v);
+    const std::uint64_t features = features_[v];
+    const std::uint64_t sf_n = a_.feature[n] >= 0 ? a_.subtree_features[n] : 0;
+    const std::uint64_t sf_m = a_.feature[m] >= 0 ? a_.subtree_features[m] : 0;
+    const std::uint64_t cuts_n = cut_a & sf_n;
+    const std::uint64_t cuts_m = cut_b & sf_m;
+    if ((((sf_n & sf_m) | cuts_n | cuts_m) & features) == 0) {
+      cov_[v] += p * cmean_[static_cast<std::size_t>(n) * stride_ + v] * cmean_[static_cast<std::size_t>(m) * stride_ + v];
+      return;
+    }
+    const double p_min = std::min(1.0, p);
+    const double floor_bound =
+        p_min * (0.25 * (a_.subtree_max[n] - a_.subtree_min[n])) * (a_.subtree_max[m] - a_.subtree_min[m]);
+    if (floor_bound <= kSlack * max_budget_ && budget_[v] > 0.0) {
+      const double bound = p * spread(n, mu_[0][v]) * spread(m, mu_[1][v]);
+      if (bound <= budget_[v] - pair_skipped_[v]) {
+        pair_skipped_[v] += bound;
+        return;
+      }
+    }
+    const bool first = (cuts_n & features) != 0 ||
+                       ((cuts_m & features) == 0 && a_.subtree_size[n] >= a_.subtree_size[m]);
+    const int side = first ? 0 : 1;
+    const std::int32_t node = side == 0 ? n : m;
+    const std::int32_t j = a_.feature[node];
     const std::int32_t r = a_.bound_index[node];
     const std::int32_t lo = box_lo_[j];
     const std::int32_t hi = box_hi_[j];
@@ -770,63 +825,101 @@ class VariantRecursion {
     const std::int32_t olo = region_lo_[1 - side][j];
     const std::int32_t ohi = region_hi_[1 - side][j];
     const bool cut = r > lo && r < hi;
-    const double m_box = cut ? mass(ws_, lo, hi) : 0.0;
-    double* pc = ws_.variant_p.data() + static_cast<std::size_t>(level + 1) * stride;
     const std::uint64_t bit = feature_bit(j);
-    // The box on j matters only to the variants perturbing j; for the others it is narrowed
-    // toward x's side, or left alone where it has no mass on that side.
-    auto visit = [&](std::int32_t child, bool reached, std::int32_t nlo, std::int32_t nhi, std::int32_t nrlo,
-                     std::int32_t nrhi) {
-      double q = 1.0;
-      if (cut) q = m_box > 0.0 ? mass(ws_, nlo, nhi) / m_box : 0.0;
-      std::uint64_t child_live = child == fixed ? live : branching;
-      if (!reached || !(q > 0.0)) child_live &= following;
-      if (child_live == 0) return;
-      for (std::uint64_t b = child_live; b != 0; b &= b - 1) {
-        const int v = lowest_bit(b);
-        pc[v] = (branching >> v) & 1 ? p[v] * q : p[v];
+    auto visit = [&](std::int32_t child, std::int32_t nlo, std::int32_t nhi, std::int32_t nrlo, std::int32_t nrhi) {
+      double pv = p;
+      if (cut) {
+        const double m_box = mass_of(v, lo, hi);
+        pv = m_box > 0.0 ? pv * (mass_of(v, nlo, nhi) / m_box) : 0.0;
       }
-      std::uint64_t ca = cut_a;
-      std::uint64_t cb = cut_b;
-      if (reached) {
-        const bool narrower_own = nlo != nrlo || nhi != nrhi;
-        const bool narrower_other = nlo != olo || nhi != ohi;
-        box_lo_[j] = nlo;
-        box_hi_[j] = nhi;
-        region_lo_[side][j] = nrlo;
-        region_hi_[side][j] = nrhi;
-        if (side == 0) {
-          ca = narrower_own ? cut_a | bit : cut_a & ~bit;
-          cb = narrower_other ? cut_b | bit : cut_b & ~bit;
-        } else {
-          cb = narrower_own ? cut_b | bit : cut_b & ~bit;
-          ca = narrower_other ? cut_a | bit : cut_a & ~bit;
-        }
-      }
+      if (!(pv > 0.0)) return;
+      const bool narrower_own = nlo != nrlo || nhi != nrhi;
+      const bool narrower_other = nlo != olo || nhi != ohi;
+      box_lo_[j] = nlo;
+      box_hi_[j] = nhi;
+      region_lo_[side][j] = nrlo;
+      region_hi_[side][j] = nrhi;
+      std::uint64_t own = side == 0 ? cut_a : cut_b;
+      std::uint64_t other = side == 0 ? cut_b : cut_a;
+      own = narrower_own ? own | bit : own & ~bit;
+      other = narrower_other ? other | bit : other & ~bit;
       if (side == 0) {
-        rec(child, m, level + 1, child_live, ca, cb);
+        rec_one(child, m, v, pv, own, other);
       } else {
-        rec(n, child, level + 1, child_live, ca, cb);
+        rec_one(n, child, v, pv, other, own);
       }
       box_lo_[j] = lo;
       box_hi_[j] = hi;
       region_lo_[side][j] = rlo;
       region_hi_[side][j] = rhi;
     };
-    if (r > lo || fixed == a_.left[node]) {
-      visit(a_.left[node], r > lo, lo, std::min(hi, r), rlo, std::min(rhi, r));
-    }
-    if (r < hi || fixed == a_.right[node]) {
-      visit(a_.right[node], r < hi, std::max(lo, r), hi, std::max(rlo, r), rhi);
-    }
+    if (r > lo) visit(a_.left[node], lo, std::min(hi, r), rlo, std::min(rhi, r));
+    if (r < hi) visit(a_.right[node], std::max(lo, r), hi, std::max(rlo, r), rhi);
+  }
+
+  // Branches the variants of `live` (all perturbing the feature) at side's node.
+  void split(int side, std::int32_t n, std::int32_t m, std::int32_t level, std::uint64_t live, std::uint64_t cut_a,
+             std::uint64_t cut_b) {
+    const double* p = ws_.variant_p.data() + static_cast<std::size_t>(level) * stride_;
+    double* pc = ws_.variant_p.data() + static_cast<std::size_t>(level + 1) * stride_;
+    const std::int32_t node = side == 0 ? n : m;
+    const std::int32_t j = a_.feature[node];
+    const std::int32_t r = a_.bound_index[node];
+    const std::int32_t lo = box_lo_[j];
+    const std::int32_t hi = box_hi_[j];
+    const std::int32_t rlo = region_lo_[side][j];
+    const std::int32_t rhi = region_hi_[side][j];
+    const std::int32_t olo = region_lo_[1 - side][j];
+    const std::int32_t ohi = region_hi_[1 - side][j];
+    const bool cut = r > lo && r < hi;
+    const std::uint64_t bit = feature_bit(j);
+    auto visit = [&](std::int32_t child, std::int32_t nlo, std::int32_t nhi, std::int32_t nrlo, std::int32_t nrhi) {
+      std::uint64_t child_live = 0;
+      for (std::uint64_t b = live; b != 0; b &= b - 1) {
+        const auto v = static_cast<std::size_t>(lowest_bit(b));
+        double pv = p[v];
+        if (cut) {
+          const double m_box = mass_of(v, lo, hi);
+          pv = m_box > 0.0 ? pv * (mass_of(v, nlo, nhi) / m_box) : 0.0;
+        }
+        if (!(pv > 0.0)) continue;
+        pc[v] = pv;
+        child_live |= std::uint64_t{1} << v;
+      }
+      if (child_live == 0) return;
+      const bool narrower_own = nlo != nrlo || nhi != nrhi;
+      const bool narrower_other = nlo != olo || nhi != ohi;
+      box_lo_[j] = nlo;
+      box_hi_[j] = nhi;
+      region_lo_[side][j] = nrlo;
+      region_hi_[side][j] = nrhi;
+      std::uint64_t own = side == 0 ? cut_a : cut_b;
+      std::uint64_t other = side == 0 ? cut_b : cut_a;
+      own = narrower_own ? own | bit : own & ~bit;
+      other = narrower_other ? other | bit : other & ~bit;
+      if (side == 0) {
+        rec(child, m, level + 1, child_live, own, other);
+      } else {
+        rec(n, child, level + 1, child_live, other, own);
+      }
+      box_lo_[j] = lo;
+      box_hi_[j] = hi;
+      region_lo_[side][j] = rlo;
+      region_hi_[side][j] = rhi;
+    };
+    if (r > lo) visit(a_.left[node], lo, std::min(hi, r), rlo, std::min(rhi, r));
+    if (r < hi) visit(a_.right[node], std::max(lo, r), hi, std::max(rlo, r), rhi);
   }
 
   const Arena& a_;
   Workspace& ws_;
   std::int32_t count_;
+  std::size_t stride_;
+  const double* const* rows_;      // per variant: its row
   const std::uint64_t* branch_;    // per feature: the variants perturbing it
   const std::uint64_t* features_;  // per variant: the features it perturbs
   const double* cmean_;            // [node][variant]: one cache line serves every variant
+  const Cdf* cdf_;                 // [boundary][variant]
   const double* budget_;
   double* cov_;
   double* skipped_;
@@ -834,21 +927,16 @@ class VariantRecursion {
   std::int32_t* box_hi_;
   std::int32_t* region_lo_[2];
   std::int32_t* region_hi_[2];
+  // The floor test only rules states out: it may not decide differently for a variant alone
+  // and in company, so it keeps a margin far above the rounding of the two bounds.
+  static constexpr double kSlack = 1.0 + 1e-9;
   double max_budget_ = 0.0;
   double mu_[2][kMaxVariants] = {};
+  double pair_skipped_[kMaxVariants] = {};  // each pair has its own budget, as in pg2_row
 };
 
-// Estimated work of separate walks over that of the shared walk (see pg2_variants_row) above
-// which the walk is shared: a state of the shared walk costs more than one of a single walk.
-// Measured on the four models of bench/bench_performance.py. Nested (pg2_curve): the shared
-// walk took 0.66x the time of separate walks at a ratio of 3.7, 0.95x at 2.5, 1.0x at 1.7 and
-// 1.24x at 2.2. Siblings (greedy_rank): thresholds 1.0 / 1.3 / 1.6 / 2.0 gave 19.1 / 18.5 /
-// 18.3 / 18.4 ms per row on the wine model and 870 / 700 / 567 / 516 ms on 100 x depth 6
-// (never sharing: 22.8 and 568 ms).
-constexpr double kShareNestedRatio = 2.4;
-constexpr double kShareSiblingRatio = 2.0;
-
-// Bytes of per-variant conditional means one walk may hold per thread.
+// Bytes of per-variant tables (conditional means per node, CDFs per boundary) one walk may hold
+// per thread.
 constexpr std::size_t kVariantBytes = std::size_t{32} << 20;
 
 }  // namespace
@@ -858,33 +946,37 @@ bool shares_walks(const Arena& a, Pruning pruning) {
 }
 
 std::int32_t max_variants(const Arena& a) {
-  const std::size_t per_variant = 8 * std::max<std::size_t>(static_cast<std::size_t>(a.n_nodes()), 1);
+  const std::size_t per_variant = std::max<std::size_t>(
+      {std::size_t{1}, 8 * static_cast<std::size_t>(a.n_nodes()), sizeof(Cdf) * a.bounds.size()});
   return static_cast<std::int32_t>(std::max<std::size_t>(1, std::min<std::size_t>(kMaxVariants, kVariantBytes / per_variant)));
 }
 
-void pg2_variants_row(const Arena& a, const Noise& noise, const std::uint8_t* masks, std::int32_t count,
-                      bool nested, Workspace& ws, double* out) {
+void pg2_variants(const Arena& a, const Noise& noise, const Variant* variants, std::int32_t count, Workspace& ws,
+                  double* out) {
+  if (count < 0 || count > kMaxVariants) throw std::invalid_argument("variants: at most 64 sets per walk");
   const std::int32_t d = a.n_features;
   const std::size_t n_nodes = static_cast<std::size_t>(a.n_nodes());
   const std::size_t n_trees = static_cast<std::size_t>(a.n_trees());
-  const double* x = ws.row;
+  const double* row = nullptr;
+  auto use_row = [&](const double* x) {
+    if (x != row) ws.begin_row(x);
+    row = x;
+  };
   // Variants with at most one effectively perturbed feature go to pg2_row (0 or the sweep);
   // the others are walked together (`walked[w]` is the variant of walk slot w).
   std::int32_t walked[kMaxVariants];
   std::int32_t n_walked = 0;
-  if (count < 0 || count > kMaxVariants) throw std::invalid_argument("variants: at most 64 sets per walk");
-  ws.variant_union.assign(static_cast<std::size_t>(d), 0);
-  std::uint8_t* any = ws.variant_union.data();  // features some walked variant perturbs
   for (std::int32_t v = 0; v < count; ++v) {
-    const std::uint8_t* mv = masks + static_cast<std::size_t>(v) * static_cast<std::size_t>(d);
+    const double* x = variants[v].row;
+    const std::uint8_t* mv = variants[v].mask;
     std::int32_t effective = 0;
-    for (std::int32_t j = 0; j < d; ++j) effective += (mv[j] != 0 && !std::isnan(x[j])) ? 1 : 0;
+    for (std::int32_t j = 0; j < d && effective < 2; ++j) effective += (mv[j] != 0 && !std::isnan(x[j])) ? 1 : 0;
     if (effective <= 1) {
+      use_row(x);
       out[v] = pg2_row(a, noise, mv, ws, Pruning::Full);
-      continue;
+    } else {
+      walked[n_walked++] = v;
     }
-    walked[n_walked++] = v;
-    for (std::int32_t j = 0; j < d; ++j) any[j] |= mv[j];
   }
   if (n_walked == 0) return;
 
@@ -892,21 +984,29 @@ void pg2_variants_row(const Arena& a, const Noise& noise, const std::uint8_t* ma
   std::int64_t n_pairs[kMaxVariants];
   const auto nw = static_cast<std::size_t>(n_walked);
   ws.variant_cmean.resize(nw * n_nodes);
+  ws.variant_cdf.resize(nw * a.bounds.size());
   ws.variant_mu.resize(nw * n_trees);
-  ws.variant_size.resize(nw * n_trees);
   ws.variant_tree_mask.resize(nw * n_trees);
   ws.variant_p.resize(static_cast<std::size_t>(2 * a.max_depth + 4) * nw);
+  ws.variant_nodes.resize(static_cast<std::size_t>(2 * a.max_depth + 4) * 2 * nw);
   ws.variant_branch.assign(static_cast<std::size_t>(d), 0);
   ws.variant_features.assign(nw, 0);
-  // Pass 1 for each variant.
-  for (std::int32_t w = 0; w < n_walked; ++w) {
-    const std::uint8_t* mv = masks + static_cast<std::size_t>(walked[w]) * static_cast<std::size_t>(d);
+  ws.variant_row.resize(nw);
+  // Pass 1 for each variant, and its boundary CDFs interleaved with the other variants'.
+  for (std::size_t w = 0; w < nw; ++w) {
+    const Variant& var_w = variants[walked[w]];
+    use_row(var_w.row);
+    ws.variant_row[w] = var_w.row;
     std::int32_t last = -1;
-    set_perturbed(a, noise, mv, ws, &last);
+    set_perturbed(a, noise, var_w.mask, ws, &last);
     for (std::int32_t j = 0; j < d; ++j) {
-      if (ws.perturbed[j]) ws.variant_branch[static_cast<std::size_t>(j)] |= std::uint64_t{1} << w;
+      if (!ws.perturbed[j]) continue;
+      ws.variant_branch[static_cast<std::size_t>(j)] |= std::uint64_t{1} << w;
+      for (std::int32_t k = a.feature_bounds_begin[j]; k < a.feature_bounds_begin[j + 1]; ++k) {
+        ws.variant_cdf[static_cast<std::size_t>(k) * nw + w] = ws.cdf[static_cast<std::size_t>(k)];
+      }
     }
-    ws.variant_features[static_cast<std::size_t>(w)] = ws.perturbed_mask;
+    ws.variant_features[w] = ws.perturbed_mask;
     ws.begin_set();
     bias[w] = 0.0;
     var[w] = 0.0;
@@ -916,18 +1016,19 @@ void pg2_variants_row(const Arena& a, const Noise& noise, const std::uint8_t* ma
       if (tree_moments(a, ws, static_cast<std::int64_t>(t), &vt, &bt)) {
         var[w] += vt;
         bias[w] += bt;
-        for (const std::int32_t n : ws.reached) ws.variant_cmean[static_cast<std::size_t>(n) * nw + static_cast<std::size_t>(w)] = ws.cmean[n];
+        for (const std::int32_t n : ws.reached) ws.variant_cmean[static_cast<std::size_t>(n) * nw + w] = ws.cmean[n];
       }
-      ws.variant_mu[static_cast<std::size_t>(w) * n_trees + t] = ws.mu[t];
-      ws.variant_tree_mask[static_cast<std::size_t>(w) * n_trees + t] = ws.tree_mask[t];
-      ws.variant_size[static_cast<std::size_t>(w) * n_trees + t] = ws.tree_mask[t] != 0 ? static_cast<double>(ws.reached.size()) : 0.0;
+      ws.variant_mu[w * n_trees + t] = ws.mu[t];
+      ws.variant_tree_mask[w * n_trees + t] = ws.tree_mask[t];
     }
     cov[w] = 0.0;
     skipped[w] = 0.0;
     n_pairs[w] = 0;
   }
+
+  // Pairs dependent for some variant, as consecutive (t, s), with the variants they are
+  // dependent for (trees sharing no reachable perturbed feature are independent).
   const std::uint64_t* tm = ws.variant_tree_mask.data();
-  const double* size = ws.variant_size.data();
   auto live_of = [&](std::size_t t, std::size_t s) {
     std::uint64_t live = 0;
     for (std::size_t w = 0; w < nw; ++w) {
@@ -935,68 +1036,17 @@ void pg2_variants_row(const Arena& a, const Noise& noise, const std::uint8_t* ma
     }
     return live;
   };
-  // For sibling sets, the reachable tree sizes under the features all of them perturb: the
-  // part of their walks they have in common.
-  if (!nested) {
-    for (std::int32_t j = 0; j < d; ++j) {
-      for (std::int32_t w = 0; w < n_walked && any[j]; ++w) any[j] = masks[static_cast<std::size_t>(walked[w]) * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)];
-    }
-    std::int32_t unused = -1;
-    set_perturbed(a, noise, any, ws, &unused);
-    ws.begin_set();
-    ws.variant_common.resize(n_trees);
-    for (std::size_t t = 0; t < n_trees; ++t) {
-      double vt = 0.0;
-      double bt = 0.0;
-      const bool active = tree_moments(a, ws, static_cast<std::int64_t>(t), &vt, &bt);
-      ws.variant_common[t] = active ? static_cast<double>(ws.reached.size()) : 0.0;
-    }
-    ws.variant_union.assign(static_cast<std::size_t>(d), 0);
-    for (std::int32_t w = 0; w < n_walked; ++w) {
-      for (std::int32_t j = 0; j < d; ++j) any[j] |= masks[static_cast<std::size_t>(walked[w]) * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)];
-    }
-  }
-  // The walk follows x on every feature no variant perturbs, and needs the CDFs of the union.
-  std::int32_t last = -1;
-  set_perturbed(a, noise, any, ws, &last);
-
-  // Pairs dependent for some variant, as consecutive (t, s). The work of separate walks and of
-  // the shared one is estimated per pair by products of reachable tree sizes: separate walks
-  // cost the sum over the variants; the shared walk visits the union of their states, which is
-  // the largest variant's for nested sets and the common part plus each variant's excess for
-  // siblings.
   ws.partners.clear();
-  double work_separate = 0.0;
-  double work_shared = 0.0;
   for (std::size_t t = 0; t < n_trees; ++t) {
     for (std::size_t s = t + 1; s < n_trees; ++s) {
       const std::uint64_t live = live_of(t, s);
       if (live == 0) continue;
       ws.partners.push_back(static_cast<std::int32_t>(t));
       ws.partners.push_back(static_cast<std::int32_t>(s));
-      const double common = nested ? 0.0 : ws.variant_common[t] * ws.variant_common[s];
-      double largest = 0.0;
-      double excess = common;
-      for (std::uint64_t b = live; b != 0; b &= b - 1) {
-        const auto w = static_cast<std::size_t>(lowest_bit(b));
-        ++n_pairs[w];
-        const double work = size[w * n_trees + t] * size[w * n_trees + s];
-        work_separate += work;
-        largest = std::max(largest, work);
-        excess += std::max(0.0, work - common);
-      }
-      work_shared += nested ? largest : excess;
+      for (std::uint64_t b = live; b != 0; b &= b - 1) ++n_pairs[lowest_bit(b)];
     }
   }
-  // Share the walk only where that saves well over its higher cost per state; otherwise walk
-  // each variant alone. Either way the values are exact.
-  if (!(work_separate >= (nested ? kShareNestedRatio : kShareSiblingRatio) * work_shared)) {
-    for (std::int32_t w = 0; w < n_walked; ++w) {
-      out[walked[w]] = pg2_row(a, noise, masks + static_cast<std::size_t>(walked[w]) * static_cast<std::size_t>(d), ws,
-                               Pruning::Full);
-    }
-    return;
-  }
+  // Certified skipping: a share of 1e-13 of each variant's diagonal part per pair, as pg2_row.
   for (std::size_t w = 0; w < nw; ++w) {
     budget[w] = n_pairs[w] > 0 ? 1e-13 * (bias[w] * bias[w] + var[w]) / static_cast<double>(n_pairs[w]) : 0.0;
   }
@@ -1006,13 +1056,13 @@ void pg2_variants_row(const Arena& a, const Noise& noise, const std::uint8_t* ma
     const auto s = static_cast<std::size_t>(ws.partners[q + 1]);
     walk.covariance(static_cast<std::int64_t>(t), static_cast<std::int64_t>(s), live_of(t, s));
   }
-  for (std::int32_t w = 0; w < n_walked; ++w) {
+  for (std::size_t w = 0; w < nw; ++w) {
     const double total_var = var[w] + 2.0 * cov[w];
     double result = bias[w] * bias[w] + (total_var > 0.0 ? total_var : 0.0);
     if (2.0 * skipped[w] > 1e-12 * result) {
       // As in pg2_row: the diagonal part overstated the result; this variant again, alone.
-      result = pg2_row(a, noise, masks + static_cast<std::size_t>(walked[w]) * static_cast<std::size_t>(d), ws,
-                       Pruning::Full);
+      use_row(variants[walked[w]].row);
+      result = pg2_row(a, noise, variants[walked[w]].mask, ws, Pruning::Full);
     }
     out[walked[w]] = result;
   }
@@ -1045,12 +1095,31 @@ int resolve_threads(int n_threads, std::int64_t n_rows) {
 #endif
 }
 
+std::int64_t rows_per_block(std::int64_t n_rows, int n_threads, std::int64_t cap) {
+  const std::int64_t parts = 2 * static_cast<std::int64_t>(resolve_threads(n_threads, n_rows));
+  return std::max<std::int64_t>(1, std::min<std::int64_t>(cap, (n_rows + parts - 1) / parts));
+}
+
 void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                const std::uint8_t* perturbed, bool mask_per_row, int n_threads, Pruning pruning,
                double* out) {
   noise.validate(a.n_features);
   check_perturbable(a, perturbed, mask_per_row ? n_rows : 1);
   const std::int64_t d = a.n_features;
+  if (shares_walks(a, pruning)) {
+    // Blocks of rows, one shared walk each.
+    const std::int64_t block = rows_per_block(n_rows, n_threads, max_variants(a));
+    for_each_row(a, (n_rows + block - 1) / block, n_threads, [&](Workspace& ws, std::int64_t b) {
+      const std::int64_t r0 = b * block;
+      const std::int64_t count = std::min(block, n_rows - r0);
+      Variant variants[kMaxVariants];
+      for (std::int64_t i = 0; i < count; ++i) {
+        variants[i] = Variant{X + (r0 + i) * d, perturbed + (mask_per_row ? (r0 + i) * d : 0)};
+      }
+      pg2_variants(a, noise, variants, static_cast<std::int32_t>(count), ws, out + r0);
+    });
+    return;
+  }
   for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
     ws.begin_row(X + i * d);
     out[i] = pg2_row(a, noise, perturbed + (mask_per_row ? i * d : 0), ws, pruning);
@@ -1085,24 +1154,36 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
       }
     }
   }
+  if (shares_walks(a, pruning) && n_steps > 0) {
+    // Blocks of rows; every prefix of every row of a block is a variant, walked in chunks of
+    // at most max_variants(a).
+    const std::int64_t max_v = max_variants(a);
+    const std::int64_t block = rows_per_block(n_rows, n_threads, std::max<std::int64_t>(1, max_v / n_steps));
+    const auto du = static_cast<std::size_t>(d);
+    for_each_row(a, (n_rows + block - 1) / block, n_threads, [&](Workspace& ws, std::int64_t b) {
+      const std::int64_t r0 = b * block;
+      const std::int64_t total = std::min(block, n_rows - r0) * n_steps;
+      auto& masks = ws.variant_masks;
+      masks.assign(static_cast<std::size_t>(total) * du, 0);
+      for (std::int64_t v = 0; v < total; ++v) {
+        const std::int64_t i = r0 + v / n_steps;
+        const std::int64_t* rk = ranking + (ranking_per_row ? i * d : 0);
+        for (std::int64_t q = 0; q <= v % n_steps; ++q) masks[static_cast<std::size_t>(v) * du + static_cast<std::size_t>(rk[q])] = 1;
+      }
+      Variant variants[kMaxVariants];
+      for (std::int64_t v0 = 0; v0 < total; v0 += max_v) {
+        const std::int64_t count = std::min(max_v, total - v0);
+        for (std::int64_t v = 0; v < count; ++v) {
+          variants[v] = Variant{X + (r0 + (v0 + v) / n_steps) * d, masks.data() + static_cast<std::size_t>(v0 + v) * du};
+        }
+        pg2_variants(a, noise, variants, static_cast<std::int32_t>(count), ws, out + r0 * n_steps + v0);
+      }
+    });
+    return;
+  }
   for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
     ws.begin_row(X + i * d);
     const std::int64_t* rk = ranking + (ranking_per_row ? i * d : 0);
-    if (shares_walks(a, pruning)) {
-      // The prefixes in chunks of at most max_variants(a), one shared walk per chunk.
-      const auto du = static_cast<std::size_t>(d);
-      const std::int64_t chunk = max_variants(a);
-      auto& masks = ws.variant_masks;
-      for (std::int64_t k0 = 0; k0 < n_steps; k0 += chunk) {
-        const std::int64_t count = std::min(chunk, n_steps - k0);
-        masks.assign(static_cast<std::size_t>(count) * du, 0);
-        for (std::int64_t v = 0; v < count; ++v) {
-          for (std::int64_t q = 0; q <= k0 + v; ++q) masks[static_cast<std::size_t>(v) * du + static_cast<std::size_t>(rk[q])] = 1;
-        }
-        pg2_variants_row(a, noise, masks.data(), static_cast<std::int32_t>(count), true, ws, out + i * n_steps + k0);
-      }
-      return;
-    }
     auto& mask = ws.row_mask;
     mask.assign(static_cast<std::size_t>(d), 0);
     for (std::int64_t k = 0; k < n_steps; ++k) {

@@ -6,55 +6,116 @@
 
 namespace pgexact {
 
+namespace {
+
+// Fills the rest of row i's ranking with the features not chosen, in index order, repeating
+// the last curve value.
+void rank_the_rest(const std::uint8_t* chosen, std::int64_t d, std::int64_t step, double current,
+                   std::int64_t* ranking, double* curve) {
+  for (std::int64_t j = 0; j < d && step < d; ++j) {
+    if (!chosen[j]) {
+      ranking[step] = j;
+      curve[step] = current;
+      ++step;
+    }
+  }
+}
+
+}  // namespace
+
 void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                        int n_threads, Pruning pruning, std::int64_t* ranking_out, double* curve_out) {
   noise.validate(a.n_features);
   if (a.n_outputs != 1) throw std::invalid_argument("output: kernels need a single-output model");
   const std::int64_t d = a.n_features;
+  const auto du = static_cast<std::size_t>(d);
+  std::int64_t n_candidates = 0;
+  for (std::int64_t j = 0; j < d; ++j) n_candidates += a.categorical_feature[j] ? 0 : 1;
+  if (shares_walks(a, pruning) && n_candidates > 0) {
+    // Blocks of rows ranked in lockstep: at each step every candidate set S_i + {j} of every
+    // row of the block is a variant, walked in chunks of at most max_variants(a). The sets of
+    // one row share the states of S_i; rows share what their walks have in common.
+    const std::int64_t max_v = max_variants(a);
+    const std::int64_t block = rows_per_block(n_rows, n_threads, std::max<std::int64_t>(1, max_v / n_candidates));
+    for_each_row(a, (n_rows + block - 1) / block, n_threads, [&](Workspace& ws, std::int64_t b) {
+      const std::int64_t r0 = b * block;
+      const std::int64_t rows = std::min(block, n_rows - r0);
+      auto& chosen = ws.row_flags;  // [row of block][feature]
+      auto& masks = ws.variant_masks;
+      auto& values = ws.row_values;
+      auto& variants = ws.row_variants;
+      auto& last = ws.row_last;  // per row of the block: PG2 of its chosen set
+      chosen.assign(static_cast<std::size_t>(rows) * du, 0);
+      last.assign(static_cast<std::size_t>(rows), 0.0);
+      std::int64_t step = 0;
+      for (; step < n_candidates; ++step) {
+        const std::int64_t per_row = n_candidates - step;
+        const std::int64_t total = rows * per_row;
+        masks.assign(static_cast<std::size_t>(total) * du, 0);
+        variants.resize(static_cast<std::size_t>(total));
+        values.assign(static_cast<std::size_t>(total), 0.0);
+        for (std::int64_t i = 0, v = 0; i < rows; ++i) {
+          const std::uint8_t* ch = chosen.data() + static_cast<std::size_t>(i) * du;
+          for (std::int64_t j = 0; j < d; ++j) {
+            if (ch[j] || a.categorical_feature[j]) continue;
+            std::uint8_t* mv = masks.data() + static_cast<std::size_t>(v) * du;
+            std::copy(ch, ch + d, mv);
+            mv[j] = 1;
+            variants[static_cast<std::size_t>(v)] = Variant{X + (r0 + i) * d, mv};
+            ++v;
+          }
+        }
+        for (std::int64_t v0 = 0; v0 < total; v0 += max_v) {
+          const std::int64_t count = std::min(max_v, total - v0);
+          pg2_variants(a, noise, variants.data() + v0, static_cast<std::int32_t>(count), ws, values.data() + v0);
+        }
+        for (std::int64_t i = 0; i < rows; ++i) {
+          std::uint8_t* ch = chosen.data() + static_cast<std::size_t>(i) * du;
+          std::int64_t best = -1;
+          double best_value = -1.0;
+          for (std::int64_t j = 0, c = 0; j < d; ++j) {
+            if (ch[j] || a.categorical_feature[j]) continue;
+            // Strictly greater: ties go to the lower index.
+            const double value = values[static_cast<std::size_t>(i * per_row + c)];
+            if (value > best_value) {
+              best_value = value;
+              best = j;
+            }
+            ++c;
+          }
+          ch[best] = 1;
+          last[static_cast<std::size_t>(i)] = best_value;
+          ranking_out[(r0 + i) * d + step] = best;
+          curve_out[(r0 + i) * d + step] = best_value;
+        }
+      }
+      for (std::int64_t i = 0; i < rows; ++i) {
+        rank_the_rest(chosen.data() + static_cast<std::size_t>(i) * du, d, step, last[static_cast<std::size_t>(i)],
+                      ranking_out + (r0 + i) * d, curve_out + (r0 + i) * d);
+      }
+    });
+    return;
+  }
   for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
     ws.begin_row(X + i * d);
     auto& chosen = ws.row_flags;
     auto& mask = ws.row_mask;
-    chosen.assign(static_cast<std::size_t>(d), 0);
-    mask.assign(static_cast<std::size_t>(d), 0);
+    chosen.assign(du, 0);
+    mask.assign(du, 0);
     double current = 0.0;
     std::int64_t step = 0;
-    const bool shared = shares_walks(a, pruning);
-    const std::int64_t chunk = shared ? max_variants(a) : 1;
-    auto& candidates = ws.row_candidates;
-    auto& values = ws.row_values;
     for (; step < d; ++step) {
-      // PG2(S + {j}) for every candidate j: in shared walks of up to `chunk` candidates, which
-      // visit the states the candidates have in common (those of S) once.
-      candidates.clear();
-      for (std::int64_t j = 0; j < d; ++j) {
-        if (!chosen[j] && !a.categorical_feature[j]) candidates.push_back(j);
-      }
-      values.assign(candidates.size(), 0.0);
-      const auto n_cand = static_cast<std::int64_t>(candidates.size());
-      for (std::int64_t c0 = 0; c0 < n_cand; c0 += chunk) {
-        const std::int64_t count = std::min(chunk, n_cand - c0);
-        if (!shared) {
-          mask[candidates[c0]] = 1;
-          values[c0] = pg2_row(a, noise, mask.data(), ws, pruning);
-          mask[candidates[c0]] = 0;
-          continue;
-        }
-        auto& masks = ws.variant_masks;
-        masks.resize(static_cast<std::size_t>(count * d));
-        for (std::int64_t v = 0; v < count; ++v) {
-          std::copy(mask.begin(), mask.end(), masks.begin() + v * d);
-          masks[v * d + candidates[c0 + v]] = 1;
-        }
-        pg2_variants_row(a, noise, masks.data(), static_cast<std::int32_t>(count), false, ws, values.data() + c0);
-      }
       std::int64_t best = -1;
       double best_value = -1.0;
-      for (std::int64_t c = 0; c < n_cand; ++c) {
+      for (std::int64_t j = 0; j < d; ++j) {
+        if (chosen[j] || a.categorical_feature[j]) continue;
+        mask[j] = 1;
+        const double v = pg2_row(a, noise, mask.data(), ws, pruning);
+        mask[j] = 0;
         // Strictly greater: ties go to the lower index.
-        if (values[c] > best_value) {
-          best_value = values[c];
-          best = candidates[c];
+        if (v > best_value) {
+          best_value = v;
+          best = j;
         }
       }
       if (best < 0) break;  // only categorical features are left
@@ -64,13 +125,7 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
       ranking_out[i * d + step] = best;
       curve_out[i * d + step] = current;
     }
-    for (std::int64_t j = 0; j < d && step < d; ++j) {
-      if (!chosen[j]) {
-        ranking_out[i * d + step] = j;
-        curve_out[i * d + step] = current;
-        ++step;
-      }
-    }
+    rank_the_rest(chosen.data(), d, step, current, ranking_out + i * d, curve_out + i * d);
   });
 }
 

@@ -38,6 +38,12 @@ namespace pgexact {
 
 enum class Pruning : std::uint8_t { Full = 0, None = 1 };
 
+// One perturbed set of one row: `mask` has n_features entries, nonzero = perturbed.
+struct Variant {
+  const double* row;
+  const std::uint8_t* mask;
+};
+
 // Per-thread scratch space, sized for one arena and reused across rows: no allocation happens
 // in the hot loops once the first row has grown the stacks.
 class Workspace {
@@ -93,20 +99,23 @@ class Workspace {
   std::vector<std::uint8_t> perturbed;
   std::uint64_t perturbed_mask = 0;
   std::vector<std::uint8_t> row_mask, row_flags;  // per-row scratch of the batch drivers
-  std::vector<std::int64_t> row_candidates;
-  std::vector<double> row_values;
+  std::vector<double> row_values, row_last;
+  std::vector<Variant> row_variants;
   // Stacks.
   std::vector<Frame> frames, inner_frames;
   std::vector<Undo> undo, inner_undo;
   std::vector<std::int32_t> reached;
   std::vector<SweepItem> sweep;
-  // Shared walk over several perturbed sets of a row (pg2_variants_row): per variant, the
-  // pass-1 conditional means ([node][variant]), tree means, reachable sizes and masks, and the
-  // features it perturbs; per feature, the variants perturbing it; per recursion level, P(box)
-  // per variant; the variants' masks as built by the drivers.
-  std::vector<double> variant_cmean, variant_mu, variant_size, variant_p, variant_common;
+  // Shared walks (pg2_variants): per variant, the pass-1 conditional means ([node][variant]),
+  // boundary CDFs ([boundary][variant]), tree means and masks, its row and the features it
+  // perturbs; per feature, the variants perturbing it; per recursion level, P(box) and the
+  // nodes reached, per variant. The drivers' masks and per-row state of a block of rows.
+  std::vector<double> variant_cmean, variant_mu, variant_p;
+  std::vector<Cdf> variant_cdf;
   std::vector<std::uint64_t> variant_tree_mask, variant_branch, variant_features;
-  std::vector<std::uint8_t> variant_masks, variant_union;
+  std::vector<const double*> variant_row;
+  std::vector<std::int32_t> variant_nodes;
+  std::vector<std::uint8_t> variant_masks;
   std::uint32_t row_epoch = 0;
   std::uint32_t set_epoch = 0;
   const double* row = nullptr;
@@ -123,18 +132,18 @@ double pg2_row(const Arena& arena, const Noise& noise, const std::uint8_t* pertu
 // At most this many perturbed sets share one walk (one bit each).
 inline constexpr std::int32_t kMaxVariants = 64;
 
-// PG2 of `count` perturbed sets of the row of the last ws.begin_row at once: out[v] for the
-// mask masks[v * n_features ...]. Any sets are valid; `nested` (each contains the previous, as
-// prefixes of a ranking do) or not (siblings such as S + {j}) only tunes the estimate of
-// whether sharing the walk pays. Requires shares_walks(arena, Pruning::Full) and count <=
-// max_variants(arena); values are those of pg2_row within 1e-12 relative.
-void pg2_variants_row(const Arena& arena, const Noise& noise, const std::uint8_t* masks, std::int32_t count,
-                      bool nested, Workspace& ws, double* out);
+// PG2 of `count` (row, set) variants at once, in one shared walk: out[v] for variants[v]. Any
+// rows and sets; each value is the same, bit for bit, whatever else shares the walk, and within
+// 1e-12 relative of the exact value. Requires shares_walks(arena, Pruning::Full) and count <=
+// max_variants(arena). Moves ws to the rows of the variants (call ws.begin_row again after).
+void pg2_variants(const Arena& arena, const Noise& noise, const Variant* variants, std::int32_t count,
+                  Workspace& ws, double* out);
 
-// Whether pg2_variants_row applies: the fast kernels, at most 64 features, bounded depth.
+// Whether pg2_variants applies: the fast kernels, at most 64 features, bounded depth.
 bool shares_walks(const Arena& arena, Pruning pruning);
 
-// Sets per shared walk so that the per-variant tables stay within a fixed per-thread budget.
+// Variants per shared walk (at most kMaxVariants) so that the per-variant tables stay within a
+// fixed per-thread budget.
 std::int32_t max_variants(const Arena& arena);
 
 // Checks that no perturbed feature has a categorical split and that the arena has one output.
@@ -164,6 +173,10 @@ void first_moments_batch(const Arena& arena, const Noise& noise, const double* X
 // Threads to start for n_threads (<= 0: all available), never more than there are rows or
 // four per core: each thread costs a workspace, and results do not depend on the count.
 int resolve_threads(int n_threads, std::int64_t n_rows);
+
+// Rows per block of the shared-walk drivers: about two blocks per thread, at most `cap`.
+// Results do not depend on it.
+std::int64_t rows_per_block(std::int64_t n_rows, int n_threads, std::int64_t cap);
 
 // Runs body(ws, i) for every row i, in parallel over rows with one Workspace per thread. Rows
 // are independent and each is computed by one thread in a fixed order, so the results are
