@@ -121,8 +121,10 @@ def test_pg2_fast_equals_reference_random_sets(model):
         sigma, family = _noise(d, rng)
         masks = (rng.random((X.shape[0], d)) < rng.uniform(0.2, 1.0)).astype(np.uint8)
         fast = _core.pg2(model.arena, X, masks, sigma, family, 1, False)
+        separate = _core.pg2(model.arena, X, masks, sigma, family, 1, False, shared=False)
         ref = _core.pg2(model.arena, X, masks, sigma, family, 1, True)
         _assert_close(fast, ref)
+        _assert_close(separate, ref)
 
 
 def test_pg2_fast_equals_reference_every_single_feature(model):
@@ -146,9 +148,11 @@ def test_curve_fast_equals_reference(model):
         sigma, family = _noise(d, rng)
         R = np.array([rng.permutation(d) for _ in range(X.shape[0])], dtype=np.int64)
         fast = _core.pg2_curve(model.arena, X, R, n_steps, sigma, family, 2, False)
+        separate = _core.pg2_curve(model.arena, X, R, n_steps, sigma, family, 2, False, shared=False)
         ref = _core.pg2_curve(model.arena, X, R, n_steps, sigma, family, 1, True)
         assert fast.shape == (X.shape[0], n_steps)
         _assert_close(fast, ref)
+        _assert_close(separate, ref)
         # ... and every column the same as the stand-alone pg2 of that prefix.
         for k in range(n_steps):
             masks = np.zeros((X.shape[0], d), dtype=np.uint8)
@@ -161,16 +165,17 @@ def test_greedy_rank_fast_equals_reference(model):
     X = _rows(model, 16)[:5]
     d = model.d
     sigma, family = _noise(d, np.random.default_rng(17))
-    r_fast, c_fast = _core.greedy_rank(model.arena, X, sigma, family, 1, False)
     r_ref, c_ref = _core.greedy_rank(model.arena, X, sigma, family, 1, True)
-    _assert_close(c_fast, c_ref)
-    for i in range(X.shape[0]):
-        # Rankings agree wherever the choice was not a near-tie (within 1e-10) of PG2 values.
-        for k in range(d):
-            if r_fast[i, k] != r_ref[i, k]:
-                gap = abs(c_fast[i, k] - c_ref[i, k])
-                assert gap <= 1e-10 * max(c_ref[i, k], 1e-300)
-                break
+    for shared in (True, False):
+        r_fast, c_fast = _core.greedy_rank(model.arena, X, sigma, family, 2, False, shared=shared)
+        _assert_close(c_fast, c_ref)
+        for i in range(X.shape[0]):
+            # Rankings agree wherever the choice was not a near-tie (within 1e-10) of PG2 values.
+            for k in range(d):
+                if r_fast[i, k] != r_ref[i, k]:
+                    gap = abs(c_fast[i, k] - c_ref[i, k])
+                    assert gap <= 1e-10 * max(c_ref[i, k], 1e-300)
+                    break
 
 
 def test_many_features_hashed_bits():

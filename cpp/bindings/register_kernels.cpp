@@ -23,7 +23,12 @@ Noise make_noise(const Arena& a, const CArray<double>& sigma, const CArray<std::
   return noise;
 }
 
-Pruning pruning_of(bool reference) { return reference ? Pruning::None : Pruning::Full; }
+// reference: the paper's unpruned walk; shared = false: the fast kernels without shared walks
+// (both for tests and benchmarks).
+Pruning pruning_of(bool reference, bool shared) {
+  if (reference) return Pruning::None;
+  return shared ? Pruning::Full : Pruning::Separate;
+}
 
 // The perturbed-feature mask: one (d,) mask for every row, or an (n, d) mask, one per row.
 // Returns whether it is per row.
@@ -43,7 +48,7 @@ void register_kernels(py::module_& m) {
   m.def(
       "pg2",
       [](const Arena& a, const CArray<double>& X, const CArray<std::uint8_t>& mask, const CArray<double>& sigma,
-         const CArray<std::uint8_t>& family, int n_threads, bool reference) {
+         const CArray<std::uint8_t>& family, int n_threads, bool reference, bool shared) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         const bool per_row = check_mask(a, mask, n);
@@ -56,17 +61,17 @@ void register_kernels(py::module_& m) {
           // Safe: inputs are converted, contiguous arrays kept alive by this frame, the arena
           // is immutable, and the kernel touches no Python object.
           py::gil_scoped_release release;
-          pg2_batch(a, noise, x, n, mk, per_row, n_threads, pruning_of(reference), o);
+          pg2_batch(a, noise, x, n, mk, per_row, n_threads, pruning_of(reference, shared), o);
         }
         return out;
       },
       py::arg("arena"), py::arg("X"), py::arg("mask"), py::arg("sigma"), py::arg("family"),
-      py::arg("n_threads") = 0, py::arg("reference") = false);
+      py::arg("n_threads") = 0, py::arg("reference") = false, py::arg("shared") = true);
 
   m.def(
       "pg2_curve",
       [](const Arena& a, const CArray<double>& X, const CArray<std::int64_t>& ranking, std::int64_t n_steps,
-         const CArray<double>& sigma, const CArray<std::uint8_t>& family, int n_threads, bool reference) {
+         const CArray<double>& sigma, const CArray<std::uint8_t>& family, int n_threads, bool reference, bool shared) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         bool per_row = false;
@@ -85,17 +90,17 @@ void register_kernels(py::module_& m) {
         double* o = out.mutable_data();
         {
           py::gil_scoped_release release;  // same reasoning as pg2
-          pg2_curve_batch(a, noise, x, n, rk, per_row, n_steps, n_threads, pruning_of(reference), o);
+          pg2_curve_batch(a, noise, x, n, rk, per_row, n_steps, n_threads, pruning_of(reference, shared), o);
         }
         return out;
       },
       py::arg("arena"), py::arg("X"), py::arg("ranking"), py::arg("n_steps"), py::arg("sigma"), py::arg("family"),
-      py::arg("n_threads") = 0, py::arg("reference") = false);
+      py::arg("n_threads") = 0, py::arg("reference") = false, py::arg("shared") = true);
 
   m.def(
       "greedy_rank",
       [](const Arena& a, const CArray<double>& X, const CArray<double>& sigma, const CArray<std::uint8_t>& family,
-         int n_threads, bool reference) {
+         int n_threads, bool reference, bool shared) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         const std::int64_t d = a.n_features;
@@ -107,12 +112,12 @@ void register_kernels(py::module_& m) {
         double* c = curve.mutable_data();
         {
           py::gil_scoped_release release;  // same reasoning as pg2
-          greedy_rank_batch(a, noise, x, n, n_threads, pruning_of(reference), r, c);
+          greedy_rank_batch(a, noise, x, n, n_threads, pruning_of(reference, shared), r, c);
         }
         return py::make_tuple(ranking, curve);
       },
       py::arg("arena"), py::arg("X"), py::arg("sigma"), py::arg("family"), py::arg("n_threads") = 0,
-      py::arg("reference") = false);
+      py::arg("reference") = false, py::arg("shared") = true);
 
   m.def(
       "expected",

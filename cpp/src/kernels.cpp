@@ -571,7 +571,7 @@ double pg2_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed
   std::int32_t last = -1;
   const std::int32_t count = set_perturbed(a, noise, perturbed, ws, &last);
   if (count == 0) return 0.0;
-  if (count == 1 && pruning == Pruning::Full) return pg2_single_feature(a, ws, last);
+  if (count == 1 && pruning != Pruning::None) return pg2_single_feature(a, ws, last);
   ws.begin_set();
 
   double bias = 0.0;

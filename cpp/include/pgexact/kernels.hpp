@@ -19,7 +19,11 @@
 //     bound added up; if twice the total bound exceeds 1e-12 of the result, the covariances are
 //     recomputed without skipping. Results stay within 1e-12 relative of the exact value;
 //   * with one perturbed feature, f is a step function of it: a sort-and-sweep (here a
-//     bucket sweep over the feature's distinct boundaries) costs O(leaves + boundaries).
+//     bucket sweep over the feature's distinct boundaries) costs O(leaves + boundaries);
+//   * several (row, set) variants share one pair recursion (pg2_variants): the prefixes of a
+//     ranking, the candidates of a greedy step, blocks of rows. Each variant's decisions are
+//     its own, so its value is the one it gets alone, bit for bit; the batch drivers use it
+//     whenever shares_walks() holds (at most 64 features, depth at most 256), pg2_row otherwise.
 // Pruning::None computes Cov by the paper's pre-order pair walk over all leaf pairs of all
 // tree pairs instead: the reference the fast paths are tested and benchmarked against.
 #pragma once
@@ -36,7 +40,10 @@
 
 namespace pgexact {
 
-enum class Pruning : std::uint8_t { Full = 0, None = 1 };
+// Full: every exact shortcut, shared walks included. Separate: the same without sharing walks
+// between rows and sets (one pair recursion per PG2, as before shared walks; for benchmarks).
+// None: the paper's unpruned pair walk, the reference.
+enum class Pruning : std::uint8_t { Full = 0, None = 1, Separate = 2 };
 
 // One perturbed set of one row: `mask` has n_features entries, nonzero = perturbed.
 struct Variant {
