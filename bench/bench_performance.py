@@ -180,7 +180,8 @@ def markdown(results, extras, args, info):
         f"{e['load_s'] * 1e3:.0f} ms (target: well under a second).",
         "- Memory: the arena is linear in the model; serialised size per node "
         + ", ".join(f"{b / nn:.1f} B at {nn:,} nodes" for nn, b in e["sizes"])
-        + "; per-thread scratch is O(nodes + boundaries + trees), no n² table.",
+        + "; per-thread scratch is O(nodes + boundaries + trees) per variant of a shared walk (at most "
+        "64 variants, the per-variant tables sized to about 8 MiB each per thread), no n² table.",
         "",
         "Same rows, same per-row random rankings, 2 threads for both sides (`n_jobs=2`; the "
         "libraries' own predict with 2 threads through `pgexact.mc`), medians of interleaved repeats. "

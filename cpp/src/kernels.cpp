@@ -937,7 +937,7 @@ class VariantRecursion {
 
 // Bytes of per-variant tables (conditional means per node, CDFs per boundary) one walk may hold
 // per thread.
-constexpr std::size_t kVariantBytes = std::size_t{32} << 20;
+constexpr std::size_t kVariantBytes = std::size_t{8} << 20;
 
 }  // namespace
 
