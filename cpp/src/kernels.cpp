@@ -814,47 +814,11 @@ class VariantRecursion {
     }
     const bool first = (cuts_n & features) != 0 ||
                        ((cuts_m & features) == 0 && a_.subtree_size[n] >= a_.subtree_size[m]);
-    const int side = first ? 0 : 1;
-    const std::int32_t node = side == 0 ? n : m;
-    const std::int32_t j = a_.feature[node];
-    const std::int32_t r = a_.bound_index[node];
-    const std::int32_t lo = box_lo_[j];
-    const std::int32_t hi = box_hi_[j];
-    const std::int32_t rlo = region_lo_[side][j];
-    const std::int32_t rhi = region_hi_[side][j];
-    const std::int32_t olo = region_lo_[1 - side][j];
-    const std::int32_t ohi = region_hi_[1 - side][j];
-    const bool cut = r > lo && r < hi;
-    const std::uint64_t bit = feature_bit(j);
-    auto visit = [&](std::int32_t child, std::int32_t nlo, std::int32_t nhi, std::int32_t nrlo, std::int32_t nrhi) {
-      double pv = p;
-      if (cut) {
-        const double m_box = mass_of(v, lo, hi);
-        pv = m_box > 0.0 ? pv * (mass_of(v, nlo, nhi) / m_box) : 0.0;
-      }
-      if (!(pv > 0.0)) return;
-      const bool narrower_own = nlo != nrlo || nhi != nrhi;
-      const bool narrower_other = nlo != olo || nhi != ohi;
-      box_lo_[j] = nlo;
-      box_hi_[j] = nhi;
-      region_lo_[side][j] = nrlo;
-      region_hi_[side][j] = nrhi;
-      std::uint64_t own = side == 0 ? cut_a : cut_b;
-      std::uint64_t other = side == 0 ? cut_b : cut_a;
-      own = narrower_own ? own | bit : own & ~bit;
-      other = narrower_other ? other | bit : other & ~bit;
-      if (side == 0) {
-        rec_one(child, m, v, pv, own, other);
-      } else {
-        rec_one(n, child, v, pv, other, own);
-      }
-      box_lo_[j] = lo;
-      box_hi_[j] = hi;
-      region_lo_[side][j] = rlo;
-      region_hi_[side][j] = rhi;
-    };
-    if (r > lo) visit(a_.left[node], lo, std::min(hi, r), rlo, std::min(rhi, r));
-    if (r < hi) visit(a_.right[node], std::max(lo, r), hi, std::max(rlo, r), rhi);
+    branch(first ? 0 : 1, n, m, cut_a, cut_b, [&](std::int32_t cn, std::int32_t cm, std::uint64_t ca, std::uint64_t cb,
+                                                    const ChildBox& box) {
+      const double pv = child_p(v, p, box);
+      if (pv > 0.0) rec_one(cn, cm, v, pv, ca, cb);
+    });
   }
 
   // Branches the variants of `live` (all perturbing the feature) at side's node.
@@ -862,6 +826,38 @@ class VariantRecursion {
              std::uint64_t cut_b) {
     const double* p = ws_.variant_p.data() + static_cast<std::size_t>(level) * stride_;
     double* pc = ws_.variant_p.data() + static_cast<std::size_t>(level + 1) * stride_;
+    branch(side, n, m, cut_a, cut_b, [&](std::int32_t cn, std::int32_t cm, std::uint64_t ca, std::uint64_t cb,
+                                         const ChildBox& box) {
+      std::uint64_t child_live = 0;
+      for (std::uint64_t b = live; b != 0; b &= b - 1) {
+        const auto v = static_cast<std::size_t>(lowest_bit(b));
+        const double pv = child_p(v, p[v], box);
+        if (!(pv > 0.0)) continue;
+        pc[v] = pv;
+        child_live |= std::uint64_t{1} << v;
+      }
+      if (child_live != 0) rec(cn, cm, level + 1, child_live, ca, cb);
+    });
+  }
+
+  // The box on the split feature before and after a child narrows it.
+  struct ChildBox {
+    bool cut;  // the split divides the box
+    std::int32_t lo, hi, child_lo, child_hi;
+  };
+
+  // P(child's box) for variant v, from P(box) = p.
+  double child_p(std::size_t v, double p, const ChildBox& box) const {
+    if (!box.cut) return p;
+    const double m_box = mass_of(v, box.lo, box.hi);
+    return m_box > 0.0 ? p * (mass_of(v, box.child_lo, box.child_hi) / m_box) : 0.0;
+  }
+
+  // Splits side's node: for each child the box reaches, narrows the box and that side's region
+  // on the feature, updates both cut sets, calls descend(n', m', cut_a', cut_b', box), and
+  // restores the intervals.
+  template <typename Descend>
+  void branch(int side, std::int32_t n, std::int32_t m, std::uint64_t cut_a, std::uint64_t cut_b, Descend&& descend) {
     const std::int32_t node = side == 0 ? n : m;
     const std::int32_t j = a_.feature[node];
     const std::int32_t r = a_.bound_index[node];
@@ -874,19 +870,6 @@ class VariantRecursion {
     const bool cut = r > lo && r < hi;
     const std::uint64_t bit = feature_bit(j);
     auto visit = [&](std::int32_t child, std::int32_t nlo, std::int32_t nhi, std::int32_t nrlo, std::int32_t nrhi) {
-      std::uint64_t child_live = 0;
-      for (std::uint64_t b = live; b != 0; b &= b - 1) {
-        const auto v = static_cast<std::size_t>(lowest_bit(b));
-        double pv = p[v];
-        if (cut) {
-          const double m_box = mass_of(v, lo, hi);
-          pv = m_box > 0.0 ? pv * (mass_of(v, nlo, nhi) / m_box) : 0.0;
-        }
-        if (!(pv > 0.0)) continue;
-        pc[v] = pv;
-        child_live |= std::uint64_t{1} << v;
-      }
-      if (child_live == 0) return;
       const bool narrower_own = nlo != nrlo || nhi != nrhi;
       const bool narrower_other = nlo != olo || nhi != ohi;
       box_lo_[j] = nlo;
@@ -897,10 +880,11 @@ class VariantRecursion {
       std::uint64_t other = side == 0 ? cut_b : cut_a;
       own = narrower_own ? own | bit : own & ~bit;
       other = narrower_other ? other | bit : other & ~bit;
+      const ChildBox box{cut, lo, hi, nlo, nhi};
       if (side == 0) {
-        rec(child, m, level + 1, child_live, own, other);
+        descend(child, m, own, other, box);
       } else {
-        rec(n, child, level + 1, child_live, other, own);
+        descend(n, child, other, own, box);
       }
       box_lo_[j] = lo;
       box_hi_[j] = hi;
