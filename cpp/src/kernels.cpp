@@ -1104,7 +1104,7 @@ int resolve_threads(int n_threads, std::int64_t n_rows) {
 }
 
 std::int64_t rows_per_block(std::int64_t n_rows, int n_threads, std::int64_t cap) {
-  const std::int64_t parts = 2 * static_cast<std::int64_t>(resolve_threads(n_threads, n_rows));
+  const std::int64_t parts = 4 * static_cast<std::int64_t>(resolve_threads(n_threads, n_rows));
   return std::max<std::int64_t>(1, std::min<std::int64_t>(cap, (n_rows + parts - 1) / parts));
 }
 

@@ -181,7 +181,8 @@ void first_moments_batch(const Arena& arena, const Noise& noise, const double* X
 // four per core: each thread costs a workspace, and results do not depend on the count.
 int resolve_threads(int n_threads, std::int64_t n_rows);
 
-// Rows per block of the shared-walk drivers: about two blocks per thread, at most `cap`.
+// Rows per block of the shared-walk drivers: about four blocks per thread (blocks differ in
+// cost; more of them balance the threads better, fewer share more), at most `cap`.
 // Results do not depend on it.
 std::int64_t rows_per_block(std::int64_t n_rows, int n_threads, std::int64_t cap);
 
