@@ -189,8 +189,11 @@ def test_many_features_hashed_bits():
     for _ in range(3):
         mask = np.zeros(m.d, dtype=np.uint8)
         mask[rng.choice(used, size=min(len(used), 12), replace=False)] = 1
-        _assert_close(_core.pg2(m.arena, rows, mask, sigma, family, 1, False),
-                      _core.pg2(m.arena, rows, mask, sigma, family, 1, True))
+        fast = _core.pg2(m.arena, rows, mask, sigma, family, 2, False)
+        _assert_close(fast, _core.pg2(m.arena, rows, mask, sigma, family, 1, True))
+        _assert_close(_core.pg2(m.arena, rows, mask, sigma, family, 1, False, shared=False), fast)
+        alone = [_core.pg2(m.arena, rows[i : i + 1], mask, sigma, family, 1, False)[0] for i in range(len(rows))]
+        np.testing.assert_array_equal(fast, alone)
     R = np.array([np.concatenate([rng.permutation(used), np.setdiff1d(np.arange(m.d), used)])
                   for _ in range(rows.shape[0])], dtype=np.int64)
     n_steps = min(len(used), 10)

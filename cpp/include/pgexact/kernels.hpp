@@ -23,7 +23,8 @@
 //   * several (row, set) variants share one pair recursion (pg2_variants): the prefixes of a
 //     ranking, the candidates of a greedy step, blocks of rows. Each variant's decisions are
 //     its own, so its value is the one it gets alone, bit for bit; the batch drivers use it
-//     whenever shares_walks() holds (at most 64 features, depth at most 256), pg2_row otherwise.
+//     whenever shares_walks() holds (the fast kernels, depth at most 256); pg2_row is that walk
+//     for a single set, or the explicit-stack recursion for deeper trees.
 // Pruning::None computes Cov by the paper's pre-order pair walk over all leaf pairs of all
 // tree pairs instead: the reference the fast paths are tested and benchmarked against.
 #pragma once
@@ -146,7 +147,7 @@ inline constexpr std::int32_t kMaxVariants = 64;
 void pg2_variants(const Arena& arena, const Noise& noise, const Variant* variants, std::int32_t count,
                   Workspace& ws, double* out);
 
-// Whether pg2_variants applies: the fast kernels, at most 64 features, bounded depth.
+// Whether pg2_variants applies: the fast kernels (Pruning::Full) and depth at most 256.
 bool shares_walks(const Arena& arena, Pruning pruning);
 
 // Variants per shared walk (at most kMaxVariants) so that the per-variant tables stay within a
@@ -181,8 +182,9 @@ void first_moments_batch(const Arena& arena, const Noise& noise, const double* X
 // four per core: each thread costs a workspace, and results do not depend on the count.
 int resolve_threads(int n_threads, std::int64_t n_rows);
 
-// Rows per block of the shared-walk drivers: about four blocks per thread (blocks differ in
-// cost; more of them balance the threads better, fewer share more), at most `cap`.
+// Rows per block of the shared-walk drivers, at most `cap`: one block for one thread, else
+// about four blocks per thread (blocks differ in cost; more of them balance the threads
+// better, fewer share more).
 // Results do not depend on it.
 std::int64_t rows_per_block(std::int64_t n_rows, int n_threads, std::int64_t cap);
 
