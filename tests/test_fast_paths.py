@@ -272,3 +272,37 @@ def test_value_of_a_row_does_not_depend_on_its_batch(model):
     rows = X[:6]
     ranking, gains = _core.greedy_rank(model.arena, rows, sigma, family, 2, False)
     np.testing.assert_array_equal(gains, _core.pg2_curve(model.arena, rows, ranking, d, sigma, family, 1, False))
+
+
+def test_skipping_falls_back_when_covariances_cancel_the_diagonal():
+    """Two trees with leaf values v and -(1 - eps) v: f = eps * tree, PG2 = eps^2 Var, while the
+    diagonal terms the skip budget is a share of are ~2 Var. Skipped node pairs could then be a
+    large part of the result; the kernel must notice (certified bound) and walk again without
+    skipping, leaving only rounding. Without the fall-back the error here is 1e-13 Var."""
+    rng = np.random.default_rng(0)
+    depth = 8
+    n = 2 ** (depth + 1) - 1
+    left = np.full(n, -1)
+    right = np.full(n, -1)
+    for i in range(2**depth - 1):
+        left[i], right[i] = 2 * i + 1, 2 * i + 2
+    tree = dict(children_left=left, children_right=right,
+                feature=np.where(left >= 0, rng.integers(0, 3, n), 0),
+                threshold=np.where(left >= 0, rng.uniform(-2.5, 2.5, n), 0.0),
+                value=np.where(left < 0, rng.normal(size=n), 0.0))
+    eps = 1e-6
+
+    def ensemble(*scales):
+        trees = [dict(tree, value=s * tree["value"]) for s in scales]
+        return pgexact.TreeEnsemble(_core.build_arena_from_arrays(trees, np.zeros(1), 3, op="<="))
+
+    X = rng.normal(size=(20, 3)) * 0.5
+    for sigma in (0.05, 0.2):
+        var = pgexact.pg2(ensemble(1.0), X, [0, 1, 2], sigma=sigma)
+        exact = pgexact.pg2(ensemble(eps), X, [0, 1, 2], sigma=sigma)  # one tree: no cancellation
+        np.testing.assert_allclose(exact / var, eps**2, rtol=1e-9)
+        for shared in (True, False):
+            got = _core.pg2(ensemble(1.0, -(1.0 - eps))._arena, X, np.ones(3, np.uint8), np.full(3, sigma),
+                            np.zeros(3, np.uint8), 2, False, shared=shared)
+            assert np.all(got >= 0.0)
+            assert np.max(np.abs(got - exact) / var) < 1e-14
