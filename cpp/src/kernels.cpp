@@ -897,23 +897,22 @@ void walk_variants(const Arena& a, const Noise& noise, const Variant* variants, 
     n_pairs[w] = 0;
   }
 
-  // Pairs dependent for some variant, as consecutive (t, s), with the variants they are
-  // dependent for (trees sharing no reachable perturbed feature are independent).
+  // Pairs dependent for some variant, as consecutive (t, s) in ws.partners, with the variants
+  // they are dependent for in ws.pair_live (trees sharing no reachable perturbed feature are
+  // independent).
   const std::uint64_t* tm = ws.variant_tree_mask.data();
-  auto live_of = [&](std::size_t t, std::size_t s) {
-    std::uint64_t live = 0;
-    for (std::size_t w = 0; w < nw; ++w) {
-      if ((tm[w * n_trees + t] & tm[w * n_trees + s]) != 0) live |= std::uint64_t{1} << w;
-    }
-    return live;
-  };
   ws.partners.clear();
+  ws.pair_live.clear();
   for (std::size_t t = 0; t < n_trees; ++t) {
     for (std::size_t s = t + 1; s < n_trees; ++s) {
-      const std::uint64_t live = live_of(t, s);
+      std::uint64_t live = 0;
+      for (std::size_t w = 0; w < nw; ++w) {
+        if ((tm[w * n_trees + t] & tm[w * n_trees + s]) != 0) live |= std::uint64_t{1} << w;
+      }
       if (live == 0) continue;
       ws.partners.push_back(static_cast<std::int32_t>(t));
       ws.partners.push_back(static_cast<std::int32_t>(s));
+      ws.pair_live.push_back(live);
       for (std::uint64_t b = live; b != 0; b &= b - 1) ++n_pairs[lowest_bit(b)];
     }
   }
@@ -925,10 +924,8 @@ void walk_variants(const Arena& a, const Noise& noise, const Variant* variants, 
                     : 0.0;
   }
   VariantRecursion walk(a, ws, n_walked, budget, cov, skipped);
-  for (std::size_t q = 0; q + 1 < ws.partners.size(); q += 2) {
-    const auto t = static_cast<std::size_t>(ws.partners[q]);
-    const auto s = static_cast<std::size_t>(ws.partners[q + 1]);
-    walk.covariance(static_cast<std::int64_t>(t), static_cast<std::int64_t>(s), live_of(t, s));
+  for (std::size_t q = 0; q < ws.pair_live.size(); ++q) {
+    walk.covariance(ws.partners[2 * q], ws.partners[2 * q + 1], ws.pair_live[q]);
   }
   for (std::size_t w = 0; w < nw; ++w) {
     const double total_var = var[w] + 2.0 * cov[w];

@@ -117,10 +117,11 @@ class Workspace {
   // Shared walks (pg2_variants): per variant, the pass-1 conditional means ([node][variant]),
   // boundary CDFs ([boundary][variant]), tree means and masks, its row and the features it
   // perturbs; per feature, the variants perturbing it; per recursion level, P(box) and the
-  // nodes reached, per variant. The drivers' masks and per-row state of a block of rows.
+  // nodes reached, per variant; per dependent tree pair, the variants it is dependent for. The
+  // drivers' masks.
   std::vector<double> variant_cmean, variant_mu, variant_p;
   std::vector<Cdf> variant_cdf;
-  std::vector<std::uint64_t> variant_tree_mask, variant_branch, variant_features;
+  std::vector<std::uint64_t> variant_tree_mask, variant_branch, variant_features, pair_live;
   std::vector<const double*> variant_row;
   std::vector<std::int32_t> variant_nodes;
   std::vector<std::uint8_t> variant_masks;
