@@ -23,11 +23,13 @@ Noise make_noise(const Arena& a, const CArray<double>& sigma, const CArray<std::
   return noise;
 }
 
-// reference: the paper's unpruned walk; shared = false: the fast kernels without shared walks
-// (both for tests and benchmarks).
-Pruning pruning_of(bool reference, bool shared) {
+// reference: the paper's unpruned walk; shared = false: the node-pair walks without sharing;
+// pairs = false: the node-pair walks shared between rows and sets (all for tests and
+// before/after benchmarks); the default is the leaf-pair kernel where it applies.
+Pruning pruning_of(bool reference, bool shared, bool pairs) {
   if (reference) return Pruning::None;
-  return shared ? Pruning::Full : Pruning::Separate;
+  if (!shared) return Pruning::Separate;
+  return pairs ? Pruning::Full : Pruning::Walk;
 }
 
 // The perturbed-feature mask: one (d,) mask for every row, or an (n, d) mask, one per row.
@@ -48,7 +50,7 @@ void register_kernels(py::module_& m) {
   m.def(
       "pg2",
       [](const Arena& a, const CArray<double>& X, const CArray<std::uint8_t>& mask, const CArray<double>& sigma,
-         const CArray<std::uint8_t>& family, int n_threads, bool reference, bool shared) {
+         const CArray<std::uint8_t>& family, int n_threads, bool reference, bool shared, bool pairs) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         const bool per_row = check_mask(a, mask, n);
@@ -61,17 +63,17 @@ void register_kernels(py::module_& m) {
           // Safe: inputs are converted, contiguous arrays kept alive by this frame, the arena
           // is immutable, and the kernel touches no Python object.
           py::gil_scoped_release release;
-          pg2_batch(a, noise, x, n, mk, per_row, n_threads, pruning_of(reference, shared), o);
+          pg2_batch(a, noise, x, n, mk, per_row, n_threads, pruning_of(reference, shared, pairs), o);
         }
         return out;
       },
       py::arg("arena"), py::arg("X"), py::arg("mask"), py::arg("sigma"), py::arg("family"),
-      py::arg("n_threads") = 0, py::arg("reference") = false, py::arg("shared") = true);
+      py::arg("n_threads") = 0, py::arg("reference") = false, py::arg("shared") = true, py::arg("pairs") = true);
 
   m.def(
       "pg2_curve",
       [](const Arena& a, const CArray<double>& X, const CArray<std::int64_t>& ranking, std::int64_t n_steps,
-         const CArray<double>& sigma, const CArray<std::uint8_t>& family, int n_threads, bool reference, bool shared) {
+         const CArray<double>& sigma, const CArray<std::uint8_t>& family, int n_threads, bool reference, bool shared, bool pairs) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         bool per_row = false;
@@ -90,17 +92,17 @@ void register_kernels(py::module_& m) {
         double* o = out.mutable_data();
         {
           py::gil_scoped_release release;  // same reasoning as pg2
-          pg2_curve_batch(a, noise, x, n, rk, per_row, n_steps, n_threads, pruning_of(reference, shared), o);
+          pg2_curve_batch(a, noise, x, n, rk, per_row, n_steps, n_threads, pruning_of(reference, shared, pairs), o);
         }
         return out;
       },
       py::arg("arena"), py::arg("X"), py::arg("ranking"), py::arg("n_steps"), py::arg("sigma"), py::arg("family"),
-      py::arg("n_threads") = 0, py::arg("reference") = false, py::arg("shared") = true);
+      py::arg("n_threads") = 0, py::arg("reference") = false, py::arg("shared") = true, py::arg("pairs") = true);
 
   m.def(
       "greedy_rank",
       [](const Arena& a, const CArray<double>& X, const CArray<double>& sigma, const CArray<std::uint8_t>& family,
-         int n_threads, bool reference, bool shared) {
+         int n_threads, bool reference, bool shared, bool pairs) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         const std::int64_t d = a.n_features;
@@ -112,12 +114,12 @@ void register_kernels(py::module_& m) {
         double* c = curve.mutable_data();
         {
           py::gil_scoped_release release;  // same reasoning as pg2
-          greedy_rank_batch(a, noise, x, n, n_threads, pruning_of(reference, shared), r, c);
+          greedy_rank_batch(a, noise, x, n, n_threads, pruning_of(reference, shared, pairs), r, c);
         }
         return py::make_tuple(ranking, curve);
       },
       py::arg("arena"), py::arg("X"), py::arg("sigma"), py::arg("family"), py::arg("n_threads") = 0,
-      py::arg("reference") = false, py::arg("shared") = true);
+      py::arg("reference") = false, py::arg("shared") = true, py::arg("pairs") = true);
 
   m.def(
       "expected",

@@ -1,5 +1,7 @@
 #include "pgexact/kernels.hpp"
 
+#include "pgexact/pair_kernel.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -826,7 +828,7 @@ constexpr std::size_t kVariantBytes = std::size_t{8} << 20;
 }  // namespace
 
 bool shares_walks(const Arena& a, Pruning pruning) {
-  return pruning == Pruning::Full && a.max_depth <= kMaxRecursionDepth;
+  return (pruning == Pruning::Full || pruning == Pruning::Walk) && a.max_depth <= kMaxRecursionDepth;
 }
 
 std::int32_t max_variants(const Arena& a) {
@@ -1057,6 +1059,10 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
   noise.validate(a.n_features);
   check_perturbable(a, perturbed, mask_per_row ? n_rows : 1);
   const std::int64_t d = a.n_features;
+  if (pruning == Pruning::Full && pairs_apply(a)) {
+    pg2_pairs(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out);
+    return;
+  }
   if (shares_walks(a, pruning)) {
     // Blocks of rows, one shared walk each.
     const std::int64_t block = rows_per_block(n_rows, n_threads, max_variants(a));
@@ -1104,6 +1110,10 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
         }
       }
     }
+  }
+  if (pruning == Pruning::Full && pairs_apply(a)) {
+    pg2_curve_pairs(a, noise, X, n_rows, ranking, ranking_per_row, n_steps, n_threads, out);
+    return;
   }
   if (shares_walks(a, pruning) && n_steps > 0) {
     // Blocks of rows; every prefix of every row of a block is a variant, walked in chunks of

@@ -1,5 +1,7 @@
 #include "pgexact/ranking.hpp"
 
+#include "pgexact/pair_kernel.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
@@ -29,6 +31,10 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
   if (a.n_outputs != 1) throw std::invalid_argument("output: kernels need a single-output model");
   const std::int64_t d = a.n_features;
   const auto du = static_cast<std::size_t>(d);
+  if (pruning == Pruning::Full && pairs_apply(a)) {
+    greedy_rank_pairs(a, noise, X, n_rows, n_threads, ranking_out, curve_out);
+    return;
+  }
   std::int64_t n_candidates = 0;
   for (std::int64_t j = 0; j < d; ++j) n_candidates += a.categorical_feature[j] ? 0 : 1;
   if (shares_walks(a, pruning) && n_candidates > 0) {

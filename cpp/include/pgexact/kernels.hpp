@@ -41,10 +41,12 @@
 
 namespace pgexact {
 
-// Full: every exact shortcut, shared walks included. Separate: the same without sharing walks
-// between rows and sets (one pair recursion per PG2, as before shared walks; for benchmarks).
-// None: the paper's unpruned pair walk, the reference.
-enum class Pruning : std::uint8_t { Full = 0, None = 1, Separate = 2 };
+// Full: the fastest exact kernel: enumerated leaf pairs with rows in SIMD lanes
+// (pair_kernel.hpp) where it applies, else shared walks. Walk: the node-pair walks shared
+// between rows and sets. Separate: the walks without sharing (one pair recursion per PG2).
+// None: the paper's unpruned pair walk, the reference. Walk and Separate are kept for tests
+// and for before/after benchmarks in one run.
+enum class Pruning : std::uint8_t { Full = 0, None = 1, Separate = 2, Walk = 3 };
 
 // One perturbed set of one row: `mask` has n_features entries, nonzero = perturbed.
 struct Variant {

@@ -1,0 +1,74 @@
+// The intersecting leaf pairs of two trees, enumerated once for many rows.
+//
+// PG2 is a sum over leaf pairs (u of tree t, v of tree s) of w_u w_v P(x' in B_u and x' in B_v)
+// (see pair_kernel.hpp). Which pairs can have a nonzero probability does not depend on the row
+// or on the perturbed set: with every feature perturbed, it is the pairs whose boxes intersect
+// on every feature. A row only ever makes that set smaller (an unperturbed feature fixes x'_j =
+// x_j), so one enumeration per tree pair serves every row, every perturbed set, every prefix of
+// a ranking and every greedy candidate; the rows then only weigh the pairs.
+//
+// Boxes live in boundary-index space: on feature j a leaf admits x' in [bounds[lo], bounds[hi])
+// with lo, hi indices into Arena::bounds (x' < boundary goes left, almost surely). An
+// observed value is routed by the library's own rule, which is a function of the cell of the
+// value for every finite value outside LightGBM's zero band, so two leaves can both hold an
+// observed x_j only if their intervals intersect, or if x_j is NaN or in the zero band and both
+// paths send that special value their way. The enumeration keeps such pairs too (conservative:
+// the row weights decide), and gives an empty intersection the interval [lo, lo), whose
+// probability is exactly zero when the feature is perturbed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "pgexact/arena.hpp"
+
+namespace pgexact {
+
+// The box of every leaf of an arena: per leaf, [lo, hi) on every feature, and which of the two
+// special observed values (NaN, zero) its path admits on each feature. Requires n_features <= 64.
+struct LeafBoxes {
+  std::int32_t n_features = 0;
+  std::vector<std::int32_t> leaf_node;   // per leaf (global leaf index): its node in the arena
+  std::vector<std::int32_t> tree_first;  // per tree: its first leaf index; n_trees + 1 entries
+  std::vector<std::int32_t> node_leaf;   // per node: its leaf index, or -1
+  std::vector<std::int32_t> lo, hi;      // [leaf * n_features + j]
+  std::vector<std::uint64_t> constrained;  // per leaf: features its path narrows
+  std::vector<std::uint64_t> nan_ok, zero_ok;  // per leaf: features on which the value reaches it
+
+  explicit LeafBoxes(const Arena& arena);
+  std::int32_t n_leaves() const { return static_cast<std::int32_t>(leaf_node.size()); }
+};
+
+// One intersecting pair: leaves u (first tree) and v (second tree), global leaf indices, and the
+// features on which the intersection box is narrower than the real line, listed in increasing
+// feature order in PairList::feature / lo / hi from `first`.
+struct LeafPair {
+  std::int32_t u, v;
+  std::int32_t first, count;
+  std::uint64_t features;
+};
+
+struct PairList {
+  std::vector<LeafPair> pairs;
+  std::vector<std::uint8_t> feature;
+  std::vector<std::int32_t> lo, hi;
+  void clear() {
+    pairs.clear();
+    feature.clear();
+    lo.clear();
+    hi.clear();
+  }
+};
+
+// Per-thread scratch of the enumeration.
+struct PairScratch {
+  std::vector<std::int32_t> lo, hi;  // current box, per feature
+};
+
+// Appends to `out` the intersecting leaf pairs of trees t and s (t != s), in a fixed order
+// (leaves of t in order, then a depth-first walk of s, left first). With t == s: every leaf
+// with itself.
+void enumerate_pairs(const Arena& arena, const LeafBoxes& boxes, std::int64_t t, std::int64_t s,
+                     PairScratch& scratch, PairList& out);
+
+}  // namespace pgexact

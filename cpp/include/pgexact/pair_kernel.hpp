@@ -1,0 +1,59 @@
+// Exact PG2 from enumerated leaf pairs, with rows in SIMD lanes.
+//
+// Centre every tree at its value for the row, g_t(x') = f_t(x') - f_t(x). Then
+//   PG2(x, S) = E[(sum_t g_t)^2] = sum_t sum_s sum_{u in t, v in s} w_u w_v P(x' in B_u and B_v),
+// w_u = y_u - f_t(x), and the probability factorises over features:
+//   P = prod_{j not in S} [x_j routed into u and v on j] * prod_{j in S} P(x'_j in I_uj and I_vj).
+// The first product is 1 exactly when the features on which x leaves u's or v's path, out(u) |
+// out(v) (bit masks the row computes once per leaf by routing x with the library's own rule),
+// are all perturbed; otherwise the pair adds nothing. The second is a product of interval
+// masses D_j = F(hi) - F(lo), where each CDF value is kept on the side of x where it is small
+// (T = P(x' < b) below x, -P(x' > b) above) plus the indicator I = [b > x], so
+//   D_j = (T[hi] - T[lo]) + (I[hi] - I[lo])
+// keeps the relative precision of far tails and is 1 exactly on the real line.
+//
+// Which pairs intersect does not depend on the row (leaf_pairs.hpp), so the kernel enumerates
+// them once per tree pair and block of rows, and evaluates each pair for 8 rows at a time with
+// the rows in SIMD lanes: boundary tables are laid out [boundary][row], leaf weights and out
+// masks [leaf][row]. A row's value never depends on its lane neighbours: every lane does the
+// same operations in the same order, pairs no lane needs are skipped (their terms would be
+// exactly zero), and the product over a pair's features is always taken in increasing feature
+// order. So PG2 of a set, a column of a prefix curve and a greedy step's chosen set give the
+// same bits, whatever rows share the block and whatever the thread count.
+//
+// Sums: per lane, compensated (Neumaier) over the pairs of one first tree t, then over t in
+// order; the per-t partial sums are kept apart so that tree rows can be spread over threads and
+// still be added in one fixed order. The result is clamped at zero against the last rounding.
+//
+// One pass over the pairs serves, per lane: one set (pg2); every prefix of the lane's ranking
+// (pg2_curve: the pair's masses are computed once and multiplied for each prefix it is alive
+// in); every candidate S + {i} of a greedy step (a pair with out-set R = out \ S adds
+// w P_S D_i to candidate i when R is {} or {i}, so one pass ranks all candidates, and the same
+// pass yields PG2(S) in the canonical order for the curve).
+#pragma once
+
+#include <cstdint>
+
+#include "pgexact/arena.hpp"
+#include "pgexact/noise.hpp"
+
+namespace pgexact {
+
+// Whether the pair kernel handles this arena: one output, 1..64 features, depth at most 256.
+bool pairs_apply(const Arena& arena);
+
+// PG2 for n rows; `perturbed` is one mask of n_features entries, or one per row.
+void pg2_pairs(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
+               const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out);
+
+// out[i, k] = PG2(x_i, first k+1 entries of the ranking) for k < n_steps.
+void pg2_curve_pairs(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
+                     const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
+                     double* out);
+
+// Greedy ranking (ties to the lower index; categorical features last, never perturbed) and its
+// curve, curve_out[i, k] = PG2(x_i, first k+1 chosen features), bit for bit pg2_curve's.
+void greedy_rank_pairs(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
+                       int n_threads, std::int64_t* ranking_out, double* curve_out);
+
+}  // namespace pgexact

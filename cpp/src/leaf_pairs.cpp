@@ -1,0 +1,154 @@
+#include "pgexact/leaf_pairs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace pgexact {
+namespace {
+
+inline std::uint64_t bit(std::int32_t j) { return std::uint64_t{1} << j; }
+
+// A numeric split the box can be narrowed by (categorical splits never narrow it: their
+// features are never perturbed, and the row weights route observed values exactly).
+inline bool narrows(const Arena& a, std::int32_t n) { return !a.categorical(n) && a.bound_index[n] >= 0; }
+
+struct BoxWalker {
+  const Arena& a;
+  LeafBoxes& out;
+  std::vector<std::int32_t> lo, hi;
+
+  void walk(std::int32_t n, std::uint64_t constrained, std::uint64_t nan_ok, std::uint64_t zero_ok) {
+    if (a.is_leaf(n)) {
+      const auto leaf = static_cast<std::int32_t>(out.leaf_node.size());
+      out.leaf_node.push_back(n);
+      out.node_leaf[n] = leaf;
+      out.lo.insert(out.lo.end(), lo.begin(), lo.end());
+      out.hi.insert(out.hi.end(), hi.begin(), hi.end());
+      out.constrained.push_back(constrained);
+      out.nan_ok.push_back(nan_ok);
+      out.zero_ok.push_back(zero_ok);
+      return;
+    }
+    const std::int32_t j = a.feature[n];
+    const bool nan_left = a.goes_left(n, NAN);
+    const bool zero_left = a.goes_left(n, 0.0);
+    for (int side = 0; side < 2; ++side) {
+      const bool left = side == 0;
+      const std::int32_t old_lo = lo[j], old_hi = hi[j];
+      std::uint64_t c = constrained;
+      if (narrows(a, n)) {
+        const std::int32_t b = a.bound_index[n];
+        if (left) hi[j] = std::max(lo[j], std::min(hi[j], b));
+        else lo[j] = std::min(hi[j], std::max(lo[j], b));
+        c |= bit(j);
+      }
+      const std::uint64_t nan_next = (nan_left == left) ? nan_ok : (nan_ok & ~bit(j));
+      const std::uint64_t zero_next = (zero_left == left) ? zero_ok : (zero_ok & ~bit(j));
+      walk(left ? a.left[n] : a.right[n], c, nan_next, zero_next);
+      lo[j] = old_lo;
+      hi[j] = old_hi;
+    }
+  }
+};
+
+// Depth-first walk of tree s inside the box of one leaf u of another tree.
+struct PairWalker {
+  const Arena& a;
+  const LeafBoxes& boxes;
+  PairScratch& box;
+  PairList& out;
+  std::int32_t u;
+  std::uint64_t u_constrained, u_nan, u_zero;
+
+  void walk(std::int32_t n, std::uint64_t nan_path, std::uint64_t zero_path) {
+    if (a.is_leaf(n)) {
+      const std::int32_t v = boxes.node_leaf[n];
+      const std::uint64_t features = u_constrained | boxes.constrained[v];
+      out.pairs.push_back(LeafPair{u, v, static_cast<std::int32_t>(out.lo.size()),
+                                   __builtin_popcountll(features), features});
+      for (std::uint64_t f = features; f != 0; f &= f - 1) {
+        const int j = __builtin_ctzll(f);
+        out.feature.push_back(static_cast<std::uint8_t>(j));
+        out.lo.push_back(box.lo[j]);
+        out.hi.push_back(box.hi[j]);
+      }
+      return;
+    }
+    const std::int32_t j = a.feature[n];
+    const bool nan_left = a.goes_left(n, NAN);
+    const bool zero_left = a.goes_left(n, 0.0);
+    for (int side = 0; side < 2; ++side) {
+      const bool left = side == 0;
+      const std::int32_t old_lo = box.lo[j], old_hi = box.hi[j];
+      if (narrows(a, n)) {
+        const std::int32_t b = a.bound_index[n];
+        if (left) box.hi[j] = std::max(box.lo[j], std::min(box.hi[j], b));
+        else box.lo[j] = std::min(box.hi[j], std::max(box.lo[j], b));
+      }
+      const std::uint64_t nan_next = (nan_left == left) ? nan_path : (nan_path & ~bit(j));
+      const std::uint64_t zero_next = (zero_left == left) ? zero_path : (zero_path & ~bit(j));
+      // Both leaves can hold a common value on j: an interval point, or a special value that
+      // both paths route their way.
+      const bool admissible = box.lo[j] < box.hi[j] || ((u_nan & nan_next) >> j & 1u) != 0 ||
+                              ((u_zero & zero_next) >> j & 1u) != 0;
+      if (admissible) walk(left ? a.left[n] : a.right[n], nan_next, zero_next);
+      box.lo[j] = old_lo;
+      box.hi[j] = old_hi;
+    }
+  }
+};
+
+}  // namespace
+
+LeafBoxes::LeafBoxes(const Arena& a) : n_features(a.n_features) {
+  if (a.n_features > 64) throw std::invalid_argument("leaf boxes need at most 64 features");
+  node_leaf.assign(static_cast<std::size_t>(a.n_nodes()), -1);
+  BoxWalker walker{a, *this, {}, {}};
+  walker.lo.resize(static_cast<std::size_t>(a.n_features));
+  walker.hi.resize(static_cast<std::size_t>(a.n_features));
+  for (std::int32_t j = 0; j < a.n_features; ++j) {
+    walker.lo[j] = a.feature_bounds_begin[j];          // -inf
+    walker.hi[j] = a.feature_bounds_begin[j + 1] - 1;  // +inf
+  }
+  for (std::int64_t t = 0; t < a.n_trees(); ++t) {
+    tree_first.push_back(static_cast<std::int32_t>(leaf_node.size()));
+    walker.walk(a.tree_root[t], 0, ~std::uint64_t{0}, ~std::uint64_t{0});
+  }
+  tree_first.push_back(static_cast<std::int32_t>(leaf_node.size()));
+}
+
+void enumerate_pairs(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std::int64_t s, PairScratch& scratch,
+                     PairList& out) {
+  const std::int32_t d = boxes.n_features;
+  const auto du = static_cast<std::size_t>(d);
+  if (t == s) {
+    for (std::int32_t u = boxes.tree_first[t]; u < boxes.tree_first[t + 1]; ++u) {
+      const std::uint64_t features = boxes.constrained[u];
+      out.pairs.push_back(LeafPair{u, u, static_cast<std::int32_t>(out.lo.size()),
+                                   __builtin_popcountll(features), features});
+      for (std::uint64_t f = features; f != 0; f &= f - 1) {
+        const int j = __builtin_ctzll(f);
+        out.feature.push_back(static_cast<std::uint8_t>(j));
+        out.lo.push_back(boxes.lo[static_cast<std::size_t>(u) * du + j]);
+        out.hi.push_back(boxes.hi[static_cast<std::size_t>(u) * du + j]);
+      }
+    }
+    return;
+  }
+  scratch.lo.resize(du);
+  scratch.hi.resize(du);
+  PairWalker walker{a, boxes, scratch, out, 0, 0, 0, 0};
+  for (std::int32_t u = boxes.tree_first[t]; u < boxes.tree_first[t + 1]; ++u) {
+    const std::size_t base = static_cast<std::size_t>(u) * du;
+    std::copy(boxes.lo.begin() + base, boxes.lo.begin() + base + du, scratch.lo.begin());
+    std::copy(boxes.hi.begin() + base, boxes.hi.begin() + base + du, scratch.hi.begin());
+    walker.u = u;
+    walker.u_constrained = boxes.constrained[u];
+    walker.u_nan = boxes.nan_ok[u];
+    walker.u_zero = boxes.zero_ok[u];
+    walker.walk(a.tree_root[s], ~std::uint64_t{0}, ~std::uint64_t{0});
+  }
+}
+
+}  // namespace pgexact

@@ -1,0 +1,530 @@
+#include "pgexact/pair_kernel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#ifdef PGEXACT_OPENMP
+#include <omp.h>
+#endif
+
+#include "pgexact/kernels.hpp"
+#include "pgexact/leaf_pairs.hpp"
+
+namespace pgexact {
+namespace {
+
+// Rows per SIMD vector (8 doubles: one AVX-512 register, two AVX2 ones).
+constexpr int kLanes = 8;
+// Rows per block: the pairs of a tree pair are enumerated once per block, so larger blocks
+// spread that cost thinner; the block's tables are 16 bytes per boundary and row.
+constexpr std::int64_t kBlockRows = 64;
+
+inline std::uint64_t bit(std::int32_t j) { return std::uint64_t{1} << j; }
+
+// Compensated (Neumaier) running sum: the error stays at a few ulps of the result however many
+// terms of either sign go in, which matters where trees cancel each other out.
+inline void add_compensated(double& sum, double& comp, double x) {
+  const double t = sum + x;
+  comp += (std::fabs(sum) >= std::fabs(x)) ? (sum - t) + x : (x - t) + sum;
+  sum = t;
+}
+
+// Everything a block of rows contributes to the pair sums, laid out with rows in lanes.
+struct Lanes {
+  std::int32_t vectors = 0;  // lane vectors in the block
+  std::int64_t n_bounds = 0, n_leaves = 0;
+  std::vector<double> table;              // [vector][boundary][T | I][lane]
+  std::vector<std::uint64_t> out;         // [vector][leaf][lane]: features x leaves the path on
+  std::vector<double> weight;             // [vector][leaf][lane]: y_u - f_t(x)
+  std::vector<std::uint64_t> perturbable;  // [vector][lane]: not NaN in the row, not categorical
+
+  const double* at_bound(std::int32_t v, std::int32_t b) const {
+    return table.data() + ((static_cast<std::size_t>(v) * n_bounds + b) * 2) * kLanes;
+  }
+  const std::uint64_t* out_at(std::int32_t v, std::int32_t leaf) const {
+    return out.data() + (static_cast<std::size_t>(v) * n_leaves + leaf) * kLanes;
+  }
+  const double* weight_at(std::int32_t v, std::int32_t leaf) const {
+    return weight.data() + (static_cast<std::size_t>(v) * n_leaves + leaf) * kLanes;
+  }
+};
+
+void resize_lanes(const Arena& a, const LeafBoxes& boxes, std::int32_t vectors, Lanes& lanes) {
+  lanes.vectors = vectors;
+  lanes.n_bounds = static_cast<std::int64_t>(a.bounds.size());
+  lanes.n_leaves = boxes.n_leaves();
+  const auto v = static_cast<std::size_t>(vectors);
+  lanes.table.assign(v * static_cast<std::size_t>(lanes.n_bounds) * 2 * kLanes, 0.0);
+  lanes.out.assign(v * static_cast<std::size_t>(lanes.n_leaves) * kLanes, 0);
+  lanes.weight.assign(v * static_cast<std::size_t>(lanes.n_leaves) * kLanes, 0.0);
+  lanes.perturbable.assign(v * kLanes, 0);
+}
+
+// Fills lane l of vector v for row x.
+void fill_lane(const Arena& a, const Noise& noise, const LeafBoxes& boxes, const double* x, std::int32_t v,
+               std::int32_t l, Lanes& lanes, std::vector<std::pair<std::int32_t, std::uint64_t>>& stack) {
+  std::uint64_t perturbable = 0;
+  for (std::int32_t j = 0; j < a.n_features; ++j) {
+    const std::int32_t begin = a.feature_bounds_begin[j];
+    const std::int32_t end = a.feature_bounds_begin[j + 1];
+    const bool perturb = !std::isnan(x[j]) && !a.categorical_feature[j];
+    if (perturb) perturbable |= bit(j);
+    for (std::int32_t b = begin; b < end; ++b) {
+      double* cell = lanes.table.data() + ((static_cast<std::size_t>(v) * lanes.n_bounds + b) * 2) * kLanes + l;
+      double t = 0.0, ind = 0.0;
+      if (perturb && b == end - 1) {
+        ind = 1.0;  // +inf: T = -P(x' > +inf) = 0
+      } else if (perturb && b > begin) {
+        const double bound = a.bounds[b];
+        const CdfPair c = noise_cdf(noise.family[j], noise.sigma[j], bound - x[j]);
+        if (bound <= x[j]) {
+          t = c.lower;
+        } else {
+          t = -c.upper;
+          ind = 1.0;
+        }
+      }
+      cell[0] = t;
+      cell[kLanes] = ind;
+    }
+  }
+  lanes.perturbable[static_cast<std::size_t>(v) * kLanes + l] = perturbable;
+  // Route x through every tree, marking per leaf the features on which x leaves its path.
+  const std::size_t base = static_cast<std::size_t>(v) * static_cast<std::size_t>(lanes.n_leaves);
+  for (std::int64_t t = 0; t < a.n_trees(); ++t) {
+    double home = 0.0;
+    stack.clear();
+    stack.emplace_back(a.tree_root[t], 0);
+    while (!stack.empty()) {
+      const auto [n, mask] = stack.back();
+      stack.pop_back();
+      if (a.is_leaf(n)) {
+        const std::int32_t leaf = boxes.node_leaf[n];
+        lanes.out[(base + leaf) * kLanes + l] = mask;
+        if (mask == 0) home = a.value[n];
+        continue;
+      }
+      const std::int32_t j = a.feature[n];
+      const bool left = a.goes_left(n, x[j]);
+      stack.emplace_back(a.right[n], left ? (mask | bit(j)) : mask);
+      stack.emplace_back(a.left[n], left ? mask : (mask | bit(j)));
+    }
+    for (std::int32_t leaf = boxes.tree_first[t]; leaf < boxes.tree_first[t + 1]; ++leaf) {
+      lanes.weight[(base + leaf) * kLanes + l] = a.value[boxes.leaf_node[leaf]] - home;
+    }
+  }
+}
+
+// Interval masses of a pair's features for the lanes of one vector: D[e][lane].
+inline void pair_masses(const PairList& pl, const LeafPair& p, const Lanes& lanes, std::int32_t v, double* D) {
+  for (std::int32_t e = 0; e < p.count; ++e) {
+    const double* lo = lanes.at_bound(v, pl.lo[p.first + e]);
+    const double* hi = lanes.at_bound(v, pl.hi[p.first + e]);
+    for (int l = 0; l < kLanes; ++l) {
+      const double m = (hi[l] - lo[l]) + (hi[kLanes + l] - lo[kLanes + l]);
+      D[e * kLanes + l] = m > 0.0 ? m : 0.0;
+    }
+  }
+}
+
+// P(box) of the set S per lane: the masses of the perturbed features multiplied in increasing
+// feature order (multiplying by 1.0 elsewhere is exact, so this is the canonical product).
+inline void set_product(const PairList& pl, const LeafPair& p, const double* D, const std::uint64_t* S,
+                        double* P) {
+  for (int l = 0; l < kLanes; ++l) P[l] = 1.0;
+  for (std::int32_t e = 0; e < p.count; ++e) {
+    const std::int32_t j = pl.feature[p.first + e];
+    for (int l = 0; l < kLanes; ++l) P[l] *= ((S[l] >> j) & 1u) ? D[e * kLanes + l] : 1.0;
+  }
+}
+
+// ---- one pass over a tree pair's pairs, for one lane vector --------------------------------
+
+// PG2 of one set per lane.
+void eval_set(const PairList& pl, const Lanes& lanes, std::int32_t v, const std::uint64_t* S, double mult,
+              double* sum, double* comp) {
+  std::uint64_t any_set = 0;
+  for (int l = 0; l < kLanes; ++l) any_set |= S[l];
+  double D[64 * kLanes];
+  for (const LeafPair& p : pl.pairs) {
+    const std::uint64_t* ou = lanes.out_at(v, p.u);
+    const std::uint64_t* ov = lanes.out_at(v, p.v);
+    std::uint64_t dead[kLanes];
+    int alive = 0;
+    for (int l = 0; l < kLanes; ++l) {
+      dead[l] = (ou[l] | ov[l]) & ~S[l];
+      alive += dead[l] == 0 ? 1 : 0;
+    }
+    if (alive == 0) continue;
+    const double* wu = lanes.weight_at(v, p.u);
+    const double* wv = lanes.weight_at(v, p.v);
+    double P[kLanes];
+    for (int l = 0; l < kLanes; ++l) P[l] = 1.0;
+    for (std::int32_t e = 0; e < p.count; ++e) {
+      const std::int32_t j = pl.feature[p.first + e];
+      if (((any_set >> j) & 1u) == 0) continue;  // a factor of 1.0 in every lane
+      const double* lo = lanes.at_bound(v, pl.lo[p.first + e]);
+      const double* hi = lanes.at_bound(v, pl.hi[p.first + e]);
+      for (int l = 0; l < kLanes; ++l) {
+        double m = (hi[l] - lo[l]) + (hi[kLanes + l] - lo[kLanes + l]);
+        m = m > 0.0 ? m : 0.0;
+        P[l] *= ((S[l] >> j) & 1u) ? m : 1.0;
+      }
+    }
+    (void)D;
+    for (int l = 0; l < kLanes; ++l) {
+      const double term = dead[l] == 0 ? ((wu[l] * wv[l]) * P[l]) * mult : 0.0;
+      add_compensated(sum[l], comp[l], term);
+    }
+  }
+}
+
+// PG2 of every prefix of each lane's ranking: Sk[k][lane] is the k+1-prefix's set.
+void eval_curve(const PairList& pl, const Lanes& lanes, std::int32_t v, const std::uint64_t* Sk,
+                std::int64_t n_steps, double mult, double* sum, double* comp) {
+  double D[64 * kLanes];
+  for (const LeafPair& p : pl.pairs) {
+    const std::uint64_t* ou = lanes.out_at(v, p.u);
+    const std::uint64_t* ov = lanes.out_at(v, p.v);
+    std::uint64_t out[kLanes];
+    for (int l = 0; l < kLanes; ++l) out[l] = ou[l] | ov[l];
+    // Sets grow along the prefixes: a pair alive in a lane stays alive.
+    std::int64_t k0 = n_steps;
+    for (std::int64_t k = 0; k < n_steps; ++k) {
+      const std::uint64_t* S = Sk + k * kLanes;
+      int alive = 0;
+      for (int l = 0; l < kLanes; ++l) alive += (out[l] & ~S[l]) == 0 ? 1 : 0;
+      if (alive != 0) {
+        k0 = k;
+        break;
+      }
+    }
+    if (k0 == n_steps) continue;
+    pair_masses(pl, p, lanes, v, D);
+    const double* wu = lanes.weight_at(v, p.u);
+    const double* wv = lanes.weight_at(v, p.v);
+    double w[kLanes];
+    for (int l = 0; l < kLanes; ++l) w[l] = wu[l] * wv[l];
+    for (std::int64_t k = k0; k < n_steps; ++k) {
+      const std::uint64_t* S = Sk + k * kLanes;
+      double P[kLanes];
+      set_product(pl, p, D, S, P);
+      for (int l = 0; l < kLanes; ++l) {
+        const double term = (out[l] & ~S[l]) == 0 ? (w[l] * P[l]) * mult : 0.0;
+        add_compensated(sum[k * kLanes + l], comp[k * kLanes + l], term);
+      }
+    }
+  }
+}
+
+// One greedy step: PG2(S) per lane (canonical, into sum/comp) and, per candidate feature i
+// that can be perturbed, corr[i][lane] with PG2(S + {i}) = PG2(S) + corr[i].
+void eval_greedy(const PairList& pl, const Lanes& lanes, std::int32_t v, const std::uint64_t* S,
+                 const std::uint64_t* cand, double mult, double* sum, double* comp, double* corr) {
+  double D[64 * kLanes];
+  for (const LeafPair& p : pl.pairs) {
+    const std::uint64_t* ou = lanes.out_at(v, p.u);
+    const std::uint64_t* ov = lanes.out_at(v, p.v);
+    std::uint64_t rest[kLanes];
+    int useful = 0;
+    for (int l = 0; l < kLanes; ++l) {
+      rest[l] = (ou[l] | ov[l]) & ~S[l];
+      const bool single = (rest[l] & (rest[l] - 1)) == 0 && (rest[l] & ~cand[l]) == 0;
+      useful += single ? 1 : 0;  // rest is {} or one candidate
+    }
+    if (useful == 0) continue;
+    pair_masses(pl, p, lanes, v, D);
+    double P[kLanes];
+    set_product(pl, p, D, S, P);
+    const double* wu = lanes.weight_at(v, p.u);
+    const double* wv = lanes.weight_at(v, p.v);
+    double wp[kLanes], base[kLanes];
+    for (int l = 0; l < kLanes; ++l) {
+      wp[l] = ((wu[l] * wv[l]) * P[l]) * mult;
+      base[l] = rest[l] == 0 ? wp[l] : 0.0;
+      add_compensated(sum[l], comp[l], base[l]);
+    }
+    for (std::int32_t e = 0; e < p.count; ++e) {
+      const std::int32_t i = pl.feature[p.first + e];
+      double* c = corr + static_cast<std::size_t>(i) * kLanes;
+      for (int l = 0; l < kLanes; ++l) {
+        const bool counts = ((cand[l] >> i) & 1u) != 0 && (rest[l] & ~bit(i)) == 0;
+        c[l] += counts ? wp[l] * D[e * kLanes + l] - base[l] : 0.0;
+      }
+    }
+  }
+}
+
+// ---- drivers ----------------------------------------------------------------------------------
+
+struct ThreadScratch {
+  PairScratch box;
+  PairList pairs;
+  std::vector<std::pair<std::int32_t, std::uint64_t>> stack;
+};
+
+int threads_for(int n_threads, std::int64_t work_items) { return resolve_threads(n_threads, work_items); }
+
+// Fills the lanes of rows r0 .. r0 + rows (padding lanes repeat the first row).
+void fill_block(const Arena& a, const Noise& noise, const LeafBoxes& boxes, const double* X, std::int64_t r0,
+                std::int64_t rows, int threads, Lanes& lanes) {
+  const auto vectors = static_cast<std::int32_t>((rows + kLanes - 1) / kLanes);
+  resize_lanes(a, boxes, vectors, lanes);
+  const std::int64_t d = a.n_features;
+  const std::int64_t slots = static_cast<std::int64_t>(vectors) * kLanes;
+#ifdef PGEXACT_OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+  {
+    std::vector<std::pair<std::int32_t, std::uint64_t>> stack;
+#ifdef PGEXACT_OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (std::int64_t i = 0; i < slots; ++i) {
+      const std::int64_t row = r0 + (i < rows ? i : 0);
+      fill_lane(a, noise, boxes, X + row * d, static_cast<std::int32_t>(i / kLanes),
+                static_cast<std::int32_t>(i % kLanes), lanes, stack);
+    }
+  }
+  (void)threads;
+}
+
+// Runs body(scratch, t) for every first tree t, in parallel, then nothing else: callers keep
+// per-t partial sums and add them in order of t.
+template <typename Body>
+void for_each_first_tree(const Arena& a, int threads, Body&& body) {
+  const std::int64_t n_trees = a.n_trees();
+#ifdef PGEXACT_OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+  {
+    ThreadScratch scratch;
+#ifdef PGEXACT_OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (std::int64_t t = 0; t < n_trees; ++t) body(scratch, t);
+  }
+  (void)threads;
+}
+
+// Pairs of (t, s) for s >= t into scratch.pairs; returns the multiplicity of their terms.
+inline double pairs_of(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std::int64_t s,
+                       ThreadScratch& scratch) {
+  scratch.pairs.clear();
+  enumerate_pairs(a, boxes, t, s, scratch.box, scratch.pairs);
+  return s == t ? 1.0 : 2.0;
+}
+
+// Adds the per-t partial sums (sum + comp, `width` values per t) in order of t into out, clamped.
+void reduce_trees(const std::vector<double>& sum, const std::vector<double>& comp, std::int64_t n_trees,
+                  std::size_t width, std::vector<double>& out) {
+  out.assign(width, 0.0);
+  std::vector<double> c(width, 0.0);
+  for (std::int64_t t = 0; t < n_trees; ++t) {
+    const std::size_t base = static_cast<std::size_t>(t) * width;
+    for (std::size_t i = 0; i < width; ++i) add_compensated(out[i], c[i], sum[base + i] + comp[base + i]);
+  }
+  for (std::size_t i = 0; i < width; ++i) {
+    const double value = out[i] + c[i];
+    out[i] = value > 0.0 ? value : 0.0;
+  }
+}
+
+void check_features(const Arena& a) {
+  if (!pairs_apply(a)) throw std::invalid_argument("pair kernel: model not supported");
+}
+
+}  // namespace
+
+bool pairs_apply(const Arena& a) {
+  return a.n_outputs == 1 && a.n_features >= 1 && a.n_features <= 64 && a.max_depth <= 256;
+}
+
+void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
+               const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out) {
+  check_features(a);
+  const LeafBoxes boxes(a);
+  const std::int64_t d = a.n_features;
+  const std::int64_t n_trees = a.n_trees();
+  const int threads = threads_for(n_threads, std::max<std::int64_t>(n_trees, n_rows));
+  Lanes lanes;
+  std::vector<double> sum, comp, total;
+  std::vector<std::uint64_t> sets;
+  for (std::int64_t r0 = 0; r0 < n_rows; r0 += kBlockRows) {
+    const std::int64_t rows = std::min(kBlockRows, n_rows - r0);
+    fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
+    const std::size_t width = static_cast<std::size_t>(lanes.vectors) * kLanes;
+    sets.assign(width, 0);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(rows); ++i) {
+      const std::uint8_t* mask = perturbed + (mask_per_row ? (r0 + static_cast<std::int64_t>(i)) * d : 0);
+      std::uint64_t s = 0;
+      for (std::int64_t j = 0; j < d; ++j) s |= mask[j] ? bit(static_cast<std::int32_t>(j)) : 0;
+      sets[i] = s & lanes.perturbable[i];
+    }
+    sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
+    comp.assign(sum.size(), 0.0);
+    for_each_first_tree(a, threads, [&](ThreadScratch& scratch, std::int64_t t) {
+      double* st = sum.data() + static_cast<std::size_t>(t) * width;
+      double* ct = comp.data() + static_cast<std::size_t>(t) * width;
+      for (std::int64_t s = t; s < n_trees; ++s) {
+        const double mult = pairs_of(a, boxes, t, s, scratch);
+        for (std::int32_t v = 0; v < lanes.vectors; ++v) {
+          eval_set(scratch.pairs, lanes, v, sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
+        }
+      }
+    });
+    reduce_trees(sum, comp, n_trees, width, total);
+    std::copy(total.begin(), total.begin() + rows, out + r0);
+  }
+}
+
+void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
+                     const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
+                     double* out) {
+  check_features(a);
+  if (n_steps == 0) return;
+  const LeafBoxes boxes(a);
+  const std::int64_t d = a.n_features;
+  const std::int64_t n_trees = a.n_trees();
+  const int threads = threads_for(n_threads, std::max<std::int64_t>(n_trees, n_rows));
+  Lanes lanes;
+  std::vector<double> sum, comp, total;
+  std::vector<std::uint64_t> sets;  // [vector][k][lane]
+  for (std::int64_t r0 = 0; r0 < n_rows; r0 += kBlockRows) {
+    const std::int64_t rows = std::min(kBlockRows, n_rows - r0);
+    fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
+    const std::size_t lanes_total = static_cast<std::size_t>(lanes.vectors) * kLanes;
+    const std::size_t width = lanes_total * static_cast<std::size_t>(n_steps);
+    sets.assign(width, 0);
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const std::int64_t* rk = ranking + (ranking_per_row ? (r0 + i) * d : 0);
+      const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
+      std::uint64_t s = 0;
+      for (std::int64_t k = 0; k < n_steps; ++k) {
+        s |= bit(static_cast<std::int32_t>(rk[k]));
+        sets[(v * static_cast<std::size_t>(n_steps) + static_cast<std::size_t>(k)) * kLanes + l] =
+            s & lanes.perturbable[static_cast<std::size_t>(i)];
+      }
+    }
+    sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
+    comp.assign(sum.size(), 0.0);
+    const std::size_t per_vector = static_cast<std::size_t>(n_steps) * kLanes;
+    for_each_first_tree(a, threads, [&](ThreadScratch& scratch, std::int64_t t) {
+      double* st = sum.data() + static_cast<std::size_t>(t) * width;
+      double* ct = comp.data() + static_cast<std::size_t>(t) * width;
+      for (std::int64_t s = t; s < n_trees; ++s) {
+        const double mult = pairs_of(a, boxes, t, s, scratch);
+        for (std::int32_t v = 0; v < lanes.vectors; ++v) {
+          eval_curve(scratch.pairs, lanes, v, sets.data() + v * per_vector, n_steps, mult, st + v * per_vector,
+                     ct + v * per_vector);
+        }
+      }
+    });
+    reduce_trees(sum, comp, n_trees, width, total);
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
+      for (std::int64_t k = 0; k < n_steps; ++k) {
+        out[(r0 + i) * n_steps + k] = total[(v * static_cast<std::size_t>(n_steps) + static_cast<std::size_t>(k)) * kLanes + l];
+      }
+    }
+  }
+}
+
+void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,
+                       std::int64_t* ranking_out, double* curve_out) {
+  check_features(a);
+  const LeafBoxes boxes(a);
+  const std::int64_t d = a.n_features;
+  const std::int64_t n_trees = a.n_trees();
+  const int threads = threads_for(n_threads, std::max<std::int64_t>(n_trees, n_rows));
+  std::uint64_t numeric = 0;  // features that can be chosen
+  std::int64_t n_candidates = 0;
+  for (std::int64_t j = 0; j < d; ++j) {
+    if (!a.categorical_feature[j]) {
+      numeric |= bit(static_cast<std::int32_t>(j));
+      ++n_candidates;
+    }
+  }
+  Lanes lanes;
+  std::vector<double> sum, comp, total, corr, corr_total;
+  std::vector<std::uint64_t> chosen, cand;
+  for (std::int64_t r0 = 0; r0 < n_rows; r0 += kBlockRows) {
+    const std::int64_t rows = std::min(kBlockRows, n_rows - r0);
+    fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
+    const std::size_t width = static_cast<std::size_t>(lanes.vectors) * kLanes;
+    const std::size_t corr_width = width * 64;
+    chosen.assign(width, 0);
+    cand.assign(width, 0);
+    // Step `step` ranks the candidates of S (step features chosen) and, in the same pass, gives
+    // PG2(S), the curve entry of step - 1; the last pass only does the latter.
+    for (std::int64_t step = 0; step <= n_candidates; ++step) {
+      const bool ranking = step < n_candidates;
+      std::vector<std::uint64_t> sets(width);
+      for (std::size_t i = 0; i < width; ++i) {
+        sets[i] = chosen[i] & lanes.perturbable[i];
+        cand[i] = ranking ? (numeric & ~chosen[i] & lanes.perturbable[i]) : 0;
+      }
+      sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
+      comp.assign(sum.size(), 0.0);
+      corr.assign(ranking ? static_cast<std::size_t>(n_trees) * corr_width : 0, 0.0);
+      for_each_first_tree(a, threads, [&](ThreadScratch& scratch, std::int64_t t) {
+        double* st = sum.data() + static_cast<std::size_t>(t) * width;
+        double* ct = comp.data() + static_cast<std::size_t>(t) * width;
+        double* rt = ranking ? corr.data() + static_cast<std::size_t>(t) * corr_width : nullptr;
+        for (std::int64_t s = t; s < n_trees; ++s) {
+          const double mult = pairs_of(a, boxes, t, s, scratch);
+          for (std::int32_t v = 0; v < lanes.vectors; ++v) {
+            if (ranking) {
+              eval_greedy(scratch.pairs, lanes, v, sets.data() + v * kLanes, cand.data() + v * kLanes, mult,
+                          st + v * kLanes, ct + v * kLanes, rt + static_cast<std::size_t>(v) * 64 * kLanes);
+            } else {
+              eval_set(scratch.pairs, lanes, v, sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
+            }
+          }
+        }
+      });
+      reduce_trees(sum, comp, n_trees, width, total);
+      if (step > 0) {
+        for (std::int64_t i = 0; i < rows; ++i) curve_out[(r0 + i) * d + step - 1] = total[static_cast<std::size_t>(i)];
+      }
+      if (!ranking) break;
+      corr_total.assign(corr_width, 0.0);
+      for (std::int64_t t = 0; t < n_trees; ++t) {
+        const double* rt = corr.data() + static_cast<std::size_t>(t) * corr_width;
+        for (std::size_t i = 0; i < corr_width; ++i) corr_total[i] += rt[i];
+      }
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
+        const double base = total[static_cast<std::size_t>(i)];
+        std::int64_t best = -1;
+        double best_value = -1.0;
+        for (std::int64_t j = 0; j < d; ++j) {
+          if (((numeric >> j) & 1u) == 0 || ((chosen[static_cast<std::size_t>(i)] >> j) & 1u) != 0) continue;
+          const double value = base + corr_total[(v * 64 + static_cast<std::size_t>(j)) * kLanes + l];
+          if (value > best_value) {  // strictly greater: ties go to the lower index
+            best_value = value;
+            best = j;
+          }
+        }
+        chosen[static_cast<std::size_t>(i)] |= bit(static_cast<std::int32_t>(best));
+        ranking_out[(r0 + i) * d + step] = best;
+      }
+    }
+    // Categorical features last, in index order, repeating the last curve value.
+    for (std::int64_t i = 0; i < rows; ++i) {
+      std::int64_t step = n_candidates;
+      const double last = n_candidates > 0 ? curve_out[(r0 + i) * d + n_candidates - 1] : 0.0;
+      for (std::int64_t j = 0; j < d; ++j) {
+        if ((numeric >> j) & 1u) continue;
+        ranking_out[(r0 + i) * d + step] = j;
+        curve_out[(r0 + i) * d + step] = last;
+        ++step;
+      }
+    }
+  }
+}
+
+}  // namespace pgexact
