@@ -54,7 +54,6 @@ struct BoxWalker {
 
 // Depth-first walk of tree s inside the box of one leaf u of another tree.
 struct PairWalker {
-  const Arena& a;
   const LeafBoxes& boxes;
   PairScratch& box;
   PairList& out;
@@ -62,8 +61,9 @@ struct PairWalker {
   std::uint64_t u_constrained, u_nan, u_zero;
 
   void walk(std::int32_t n, std::uint64_t nan_path, std::uint64_t zero_path) {
-    if (a.is_leaf(n)) {
-      const std::int32_t v = boxes.node_leaf[n];
+    const LeafBoxes::Node& node = boxes.nodes[n];
+    if (node.left < 0) {
+      const std::int32_t v = node.leaf;
       const std::uint64_t features = u_constrained | boxes.constrained[v];
       out.pairs.push_back(LeafPair{u, v, static_cast<std::int32_t>(out.lo.size()),
                                    __builtin_popcountll(features), features});
@@ -75,24 +75,22 @@ struct PairWalker {
       }
       return;
     }
-    const std::int32_t j = a.feature[n];
-    const bool nan_left = a.goes_left(n, NAN);
-    const bool zero_left = a.goes_left(n, 0.0);
+    const std::int32_t j = node.feature;
+    const std::int32_t b = node.bound;
     for (int side = 0; side < 2; ++side) {
       const bool left = side == 0;
       const std::int32_t old_lo = box.lo[j], old_hi = box.hi[j];
-      if (narrows(a, n)) {
-        const std::int32_t b = a.bound_index[n];
-        if (left) box.hi[j] = std::max(box.lo[j], std::min(box.hi[j], b));
-        else box.lo[j] = std::min(box.hi[j], std::max(box.lo[j], b));
+      if (b >= 0) {
+        if (left) box.hi[j] = std::max(old_lo, std::min(old_hi, b));
+        else box.lo[j] = std::min(old_hi, std::max(old_lo, b));
       }
-      const std::uint64_t nan_next = (nan_left == left) ? nan_path : (nan_path & ~bit(j));
-      const std::uint64_t zero_next = (zero_left == left) ? zero_path : (zero_path & ~bit(j));
+      const std::uint64_t nan_next = ((node.nan_left != 0) == left) ? nan_path : (nan_path & ~bit(j));
+      const std::uint64_t zero_next = ((node.zero_left != 0) == left) ? zero_path : (zero_path & ~bit(j));
       // Both leaves can hold a common value on j: an interval point, or a special value that
       // both paths route their way.
       const bool admissible = box.lo[j] < box.hi[j] || ((u_nan & nan_next) >> j & 1u) != 0 ||
                               ((u_zero & zero_next) >> j & 1u) != 0;
-      if (admissible) walk(left ? a.left[n] : a.right[n], nan_next, zero_next);
+      if (admissible) walk(left ? node.left : node.right, nan_next, zero_next);
       box.lo[j] = old_lo;
       box.hi[j] = old_hi;
     }
@@ -116,6 +114,17 @@ LeafBoxes::LeafBoxes(const Arena& a) : n_features(a.n_features) {
     walker.walk(a.tree_root[t], 0, ~std::uint64_t{0}, ~std::uint64_t{0});
   }
   tree_first.push_back(static_cast<std::int32_t>(leaf_node.size()));
+  nodes.resize(static_cast<std::size_t>(a.n_nodes()));
+  for (std::int32_t n = 0; n < a.n_nodes(); ++n) {
+    Node& node = nodes[n];
+    if (a.is_leaf(n)) {
+      node = Node{-1, -1, -1, node_leaf[n], 0, 0, 0};
+      continue;
+    }
+    node = Node{a.left[n], a.right[n], narrows(a, n) ? a.bound_index[n] : -1, -1,
+                static_cast<std::uint8_t>(a.feature[n]), static_cast<std::uint8_t>(a.goes_left(n, NAN)),
+                static_cast<std::uint8_t>(a.goes_left(n, 0.0))};
+  }
 }
 
 void enumerate_pairs(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std::int64_t s, PairScratch& scratch,
@@ -138,7 +147,7 @@ void enumerate_pairs(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std
   }
   scratch.lo.resize(du);
   scratch.hi.resize(du);
-  PairWalker walker{a, boxes, scratch, out, 0, 0, 0, 0};
+  PairWalker walker{boxes, scratch, out, 0, 0, 0, 0};
   for (std::int32_t u = boxes.tree_first[t]; u < boxes.tree_first[t + 1]; ++u) {
     const std::size_t base = static_cast<std::size_t>(u) * du;
     std::copy(boxes.lo.begin() + base, boxes.lo.begin() + base + du, scratch.lo.begin());

@@ -16,15 +16,13 @@
 namespace pgexact {
 namespace {
 
-// Rows per SIMD vector (8 doubles: one AVX-512 register, two AVX2 ones).
-constexpr int kLanes = 8;
 // Rows per block: the pairs of a tree pair are enumerated once per block, so larger blocks
 // spread that cost thinner; the block's tables are 16 bytes per boundary and row.
 constexpr std::int64_t kBlockRows = 64;
 
 inline std::uint64_t bit(std::int32_t j) { return std::uint64_t{1} << j; }
 
-// Compensated (Neumaier) running sum: the error stays at a few ulps of the result however many
+// Sums are compensated (Neumaier): the error stays at a few ulps of the result however many
 // terms of either sign go in, which matters where trees cancel each other out.
 inline void add_compensated(double& sum, double& comp, double x) {
   const double t = sum + x;
@@ -40,15 +38,15 @@ struct Lanes {
   std::vector<std::uint64_t> out;         // [vector][leaf][lane]: features x leaves the path on
   std::vector<double> weight;             // [vector][leaf][lane]: y_u - f_t(x)
   std::vector<std::uint64_t> perturbable;  // [vector][lane]: not NaN in the row, not categorical
+  std::vector<std::uint64_t> out_pos;     // [vector][leaf][lane]: `out` by ranking position (curves)
 
   const double* at_bound(std::int32_t v, std::int32_t b) const {
     return table.data() + ((static_cast<std::size_t>(v) * n_bounds + b) * 2) * kLanes;
   }
-  const std::uint64_t* out_at(std::int32_t v, std::int32_t leaf) const {
-    return out.data() + (static_cast<std::size_t>(v) * n_leaves + leaf) * kLanes;
-  }
-  const double* weight_at(std::int32_t v, std::int32_t leaf) const {
-    return weight.data() + (static_cast<std::size_t>(v) * n_leaves + leaf) * kLanes;
+  LaneView view(std::int32_t v) const {
+    const std::size_t leaves = static_cast<std::size_t>(v) * static_cast<std::size_t>(n_leaves) * kLanes;
+    return LaneView{at_bound(v, 0), out.data() + leaves, weight.data() + leaves,
+                    out_pos.empty() ? nullptr : out_pos.data() + leaves};
   }
 };
 
@@ -61,6 +59,7 @@ void resize_lanes(const Arena& a, const LeafBoxes& boxes, std::int32_t vectors, 
   lanes.out.assign(v * static_cast<std::size_t>(lanes.n_leaves) * kLanes, 0);
   lanes.weight.assign(v * static_cast<std::size_t>(lanes.n_leaves) * kLanes, 0.0);
   lanes.perturbable.assign(v * kLanes, 0);
+  lanes.out_pos.clear();
 }
 
 // Fills lane l of vector v for row x.
@@ -114,146 +113,6 @@ void fill_lane(const Arena& a, const Noise& noise, const LeafBoxes& boxes, const
     }
     for (std::int32_t leaf = boxes.tree_first[t]; leaf < boxes.tree_first[t + 1]; ++leaf) {
       lanes.weight[(base + leaf) * kLanes + l] = a.value[boxes.leaf_node[leaf]] - home;
-    }
-  }
-}
-
-// Interval masses of a pair's features for the lanes of one vector: D[e][lane].
-inline void pair_masses(const PairList& pl, const LeafPair& p, const Lanes& lanes, std::int32_t v, double* D) {
-  for (std::int32_t e = 0; e < p.count; ++e) {
-    const double* lo = lanes.at_bound(v, pl.lo[p.first + e]);
-    const double* hi = lanes.at_bound(v, pl.hi[p.first + e]);
-    for (int l = 0; l < kLanes; ++l) {
-      const double m = (hi[l] - lo[l]) + (hi[kLanes + l] - lo[kLanes + l]);
-      D[e * kLanes + l] = m > 0.0 ? m : 0.0;
-    }
-  }
-}
-
-// P(box) of the set S per lane: the masses of the perturbed features multiplied in increasing
-// feature order (multiplying by 1.0 elsewhere is exact, so this is the canonical product).
-inline void set_product(const PairList& pl, const LeafPair& p, const double* D, const std::uint64_t* S,
-                        double* P) {
-  for (int l = 0; l < kLanes; ++l) P[l] = 1.0;
-  for (std::int32_t e = 0; e < p.count; ++e) {
-    const std::int32_t j = pl.feature[p.first + e];
-    for (int l = 0; l < kLanes; ++l) P[l] *= ((S[l] >> j) & 1u) ? D[e * kLanes + l] : 1.0;
-  }
-}
-
-// ---- one pass over a tree pair's pairs, for one lane vector --------------------------------
-
-// PG2 of one set per lane.
-void eval_set(const PairList& pl, const Lanes& lanes, std::int32_t v, const std::uint64_t* S, double mult,
-              double* sum, double* comp) {
-  std::uint64_t any_set = 0;
-  for (int l = 0; l < kLanes; ++l) any_set |= S[l];
-  double D[64 * kLanes];
-  for (const LeafPair& p : pl.pairs) {
-    const std::uint64_t* ou = lanes.out_at(v, p.u);
-    const std::uint64_t* ov = lanes.out_at(v, p.v);
-    std::uint64_t dead[kLanes];
-    int alive = 0;
-    for (int l = 0; l < kLanes; ++l) {
-      dead[l] = (ou[l] | ov[l]) & ~S[l];
-      alive += dead[l] == 0 ? 1 : 0;
-    }
-    if (alive == 0) continue;
-    const double* wu = lanes.weight_at(v, p.u);
-    const double* wv = lanes.weight_at(v, p.v);
-    double P[kLanes];
-    for (int l = 0; l < kLanes; ++l) P[l] = 1.0;
-    for (std::int32_t e = 0; e < p.count; ++e) {
-      const std::int32_t j = pl.feature[p.first + e];
-      if (((any_set >> j) & 1u) == 0) continue;  // a factor of 1.0 in every lane
-      const double* lo = lanes.at_bound(v, pl.lo[p.first + e]);
-      const double* hi = lanes.at_bound(v, pl.hi[p.first + e]);
-      for (int l = 0; l < kLanes; ++l) {
-        double m = (hi[l] - lo[l]) + (hi[kLanes + l] - lo[kLanes + l]);
-        m = m > 0.0 ? m : 0.0;
-        P[l] *= ((S[l] >> j) & 1u) ? m : 1.0;
-      }
-    }
-    (void)D;
-    for (int l = 0; l < kLanes; ++l) {
-      const double term = dead[l] == 0 ? ((wu[l] * wv[l]) * P[l]) * mult : 0.0;
-      add_compensated(sum[l], comp[l], term);
-    }
-  }
-}
-
-// PG2 of every prefix of each lane's ranking: Sk[k][lane] is the k+1-prefix's set.
-void eval_curve(const PairList& pl, const Lanes& lanes, std::int32_t v, const std::uint64_t* Sk,
-                std::int64_t n_steps, double mult, double* sum, double* comp) {
-  double D[64 * kLanes];
-  for (const LeafPair& p : pl.pairs) {
-    const std::uint64_t* ou = lanes.out_at(v, p.u);
-    const std::uint64_t* ov = lanes.out_at(v, p.v);
-    std::uint64_t out[kLanes];
-    for (int l = 0; l < kLanes; ++l) out[l] = ou[l] | ov[l];
-    // Sets grow along the prefixes: a pair alive in a lane stays alive.
-    std::int64_t k0 = n_steps;
-    for (std::int64_t k = 0; k < n_steps; ++k) {
-      const std::uint64_t* S = Sk + k * kLanes;
-      int alive = 0;
-      for (int l = 0; l < kLanes; ++l) alive += (out[l] & ~S[l]) == 0 ? 1 : 0;
-      if (alive != 0) {
-        k0 = k;
-        break;
-      }
-    }
-    if (k0 == n_steps) continue;
-    pair_masses(pl, p, lanes, v, D);
-    const double* wu = lanes.weight_at(v, p.u);
-    const double* wv = lanes.weight_at(v, p.v);
-    double w[kLanes];
-    for (int l = 0; l < kLanes; ++l) w[l] = wu[l] * wv[l];
-    for (std::int64_t k = k0; k < n_steps; ++k) {
-      const std::uint64_t* S = Sk + k * kLanes;
-      double P[kLanes];
-      set_product(pl, p, D, S, P);
-      for (int l = 0; l < kLanes; ++l) {
-        const double term = (out[l] & ~S[l]) == 0 ? (w[l] * P[l]) * mult : 0.0;
-        add_compensated(sum[k * kLanes + l], comp[k * kLanes + l], term);
-      }
-    }
-  }
-}
-
-// One greedy step: PG2(S) per lane (canonical, into sum/comp) and, per candidate feature i
-// that can be perturbed, corr[i][lane] with PG2(S + {i}) = PG2(S) + corr[i].
-void eval_greedy(const PairList& pl, const Lanes& lanes, std::int32_t v, const std::uint64_t* S,
-                 const std::uint64_t* cand, double mult, double* sum, double* comp, double* corr) {
-  double D[64 * kLanes];
-  for (const LeafPair& p : pl.pairs) {
-    const std::uint64_t* ou = lanes.out_at(v, p.u);
-    const std::uint64_t* ov = lanes.out_at(v, p.v);
-    std::uint64_t rest[kLanes];
-    int useful = 0;
-    for (int l = 0; l < kLanes; ++l) {
-      rest[l] = (ou[l] | ov[l]) & ~S[l];
-      const bool single = (rest[l] & (rest[l] - 1)) == 0 && (rest[l] & ~cand[l]) == 0;
-      useful += single ? 1 : 0;  // rest is {} or one candidate
-    }
-    if (useful == 0) continue;
-    pair_masses(pl, p, lanes, v, D);
-    double P[kLanes];
-    set_product(pl, p, D, S, P);
-    const double* wu = lanes.weight_at(v, p.u);
-    const double* wv = lanes.weight_at(v, p.v);
-    double wp[kLanes], base[kLanes];
-    for (int l = 0; l < kLanes; ++l) {
-      wp[l] = ((wu[l] * wv[l]) * P[l]) * mult;
-      base[l] = rest[l] == 0 ? wp[l] : 0.0;
-      add_compensated(sum[l], comp[l], base[l]);
-    }
-    for (std::int32_t e = 0; e < p.count; ++e) {
-      const std::int32_t i = pl.feature[p.first + e];
-      double* c = corr + static_cast<std::size_t>(i) * kLanes;
-      for (int l = 0; l < kLanes; ++l) {
-        const bool counts = ((cand[l] >> i) & 1u) != 0 && (rest[l] & ~bit(i)) == 0;
-        c[l] += counts ? wp[l] * D[e * kLanes + l] - base[l] : 0.0;
-      }
     }
   }
 }
@@ -339,6 +198,18 @@ void check_features(const Arena& a) {
 
 }  // namespace
 
+const PairPasses& pair_passes() {
+  static const PairPasses chosen = [] {
+#ifdef PGEXACT_ISA_LEVELS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("x86-64-v4")) return isa_v4::passes();
+    if (__builtin_cpu_supports("x86-64-v3")) return isa_v3::passes();
+#endif
+    return isa_base::passes();
+  }();
+  return chosen;
+}
+
 bool pairs_apply(const Arena& a) {
   return a.n_outputs == 1 && a.n_features >= 1 && a.n_features <= 64 && a.max_depth <= 256;
 }
@@ -346,6 +217,7 @@ bool pairs_apply(const Arena& a) {
 void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out) {
   check_features(a);
+  const PairPasses& passes = pair_passes();
   const LeafBoxes boxes(a);
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
@@ -371,8 +243,9 @@ void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t
       double* ct = comp.data() + static_cast<std::size_t>(t) * width;
       for (std::int64_t s = t; s < n_trees; ++s) {
         const double mult = pairs_of(a, boxes, t, s, scratch);
+        const PairView view = scratch.pairs.view();
         for (std::int32_t v = 0; v < lanes.vectors; ++v) {
-          eval_set(scratch.pairs, lanes, v, sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
+          passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
         }
       }
     });
@@ -386,27 +259,48 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
                      double* out) {
   check_features(a);
   if (n_steps == 0) return;
+  const PairPasses& passes = pair_passes();
   const LeafBoxes boxes(a);
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
   const int threads = threads_for(n_threads, std::max<std::int64_t>(n_trees, n_rows));
   Lanes lanes;
   std::vector<double> sum, comp, total;
-  std::vector<std::uint64_t> sets;  // [vector][k][lane]
+  std::vector<std::uint64_t> sets, never, added, any_set;  // see CurveSets
   for (std::int64_t r0 = 0; r0 < n_rows; r0 += kBlockRows) {
     const std::int64_t rows = std::min(kBlockRows, n_rows - r0);
     fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
     const std::size_t lanes_total = static_cast<std::size_t>(lanes.vectors) * kLanes;
     const std::size_t width = lanes_total * static_cast<std::size_t>(n_steps);
+    const auto steps = static_cast<std::size_t>(n_steps);
     sets.assign(width, 0);
+    never.assign(lanes_total, ~std::uint64_t{0});  // padding lanes: never alive
+    added.assign(static_cast<std::size_t>(lanes.vectors) * steps, 0);
+    any_set.assign(added.size(), 0);
+    lanes.out_pos.assign(lanes.out.size(), 0);
+    std::vector<std::int32_t> position(static_cast<std::size_t>(d));
     for (std::int64_t i = 0; i < rows; ++i) {
       const std::int64_t* rk = ranking + (ranking_per_row ? (r0 + i) * d : 0);
       const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
-      std::uint64_t s = 0;
-      for (std::int64_t k = 0; k < n_steps; ++k) {
-        s |= bit(static_cast<std::int32_t>(rk[k]));
-        sets[(v * static_cast<std::size_t>(n_steps) + static_cast<std::size_t>(k)) * kLanes + l] =
-            s & lanes.perturbable[static_cast<std::size_t>(i)];
+      const std::uint64_t perturbable = lanes.perturbable[static_cast<std::size_t>(i)];
+      std::uint64_t s = 0, never_here = 0;
+      for (std::int64_t k = 0; k < d; ++k) {
+        const auto j = static_cast<std::int32_t>(rk[k]);
+        position[j] = static_cast<std::int32_t>(k);
+        if (k >= n_steps || ((perturbable >> j) & 1u) == 0) never_here |= bit(static_cast<std::int32_t>(k));
+        if (k >= n_steps) continue;
+        s |= bit(j);
+        sets[(v * steps + static_cast<std::size_t>(k)) * kLanes + l] = s & perturbable;
+        added[v * steps + static_cast<std::size_t>(k)] |= bit(j);
+        any_set[v * steps + static_cast<std::size_t>(k)] |= s & perturbable;
+      }
+      never[static_cast<std::size_t>(i)] = never_here;
+      const std::size_t leaves = v * static_cast<std::size_t>(lanes.n_leaves);
+      for (std::int64_t leaf = 0; leaf < lanes.n_leaves; ++leaf) {
+        const std::size_t at = (leaves + static_cast<std::size_t>(leaf)) * kLanes + l;
+        std::uint64_t pos = 0;
+        for (std::uint64_t f = lanes.out[at]; f != 0; f &= f - 1) pos |= bit(position[__builtin_ctzll(f)]);
+        lanes.out_pos[at] = pos;
       }
     }
     sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
@@ -417,9 +311,11 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
       double* ct = comp.data() + static_cast<std::size_t>(t) * width;
       for (std::int64_t s = t; s < n_trees; ++s) {
         const double mult = pairs_of(a, boxes, t, s, scratch);
+        const PairView view = scratch.pairs.view();
         for (std::int32_t v = 0; v < lanes.vectors; ++v) {
-          eval_curve(scratch.pairs, lanes, v, sets.data() + v * per_vector, n_steps, mult, st + v * per_vector,
-                     ct + v * per_vector);
+          const CurveSets c{sets.data() + v * per_vector, never.data() + v * kLanes, added.data() + v * n_steps,
+                            any_set.data() + v * n_steps};
+          passes.curve(view, lanes.view(v), c, n_steps, mult, st + v * per_vector, ct + v * per_vector);
         }
       }
     });
@@ -436,6 +332,7 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
 void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,
                        std::int64_t* ranking_out, double* curve_out) {
   check_features(a);
+  const PairPasses& passes = pair_passes();
   const LeafBoxes boxes(a);
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
@@ -476,12 +373,13 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
         double* rt = ranking ? corr.data() + static_cast<std::size_t>(t) * corr_width : nullptr;
         for (std::int64_t s = t; s < n_trees; ++s) {
           const double mult = pairs_of(a, boxes, t, s, scratch);
+        const PairView view = scratch.pairs.view();
           for (std::int32_t v = 0; v < lanes.vectors; ++v) {
             if (ranking) {
-              eval_greedy(scratch.pairs, lanes, v, sets.data() + v * kLanes, cand.data() + v * kLanes, mult,
-                          st + v * kLanes, ct + v * kLanes, rt + static_cast<std::size_t>(v) * 64 * kLanes);
+              passes.greedy(view, lanes.view(v), sets.data() + v * kLanes, cand.data() + v * kLanes, mult,
+                            st + v * kLanes, ct + v * kLanes, rt + static_cast<std::size_t>(v) * 64 * kLanes);
             } else {
-              eval_set(scratch.pairs, lanes, v, sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
+              passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
             }
           }
         }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "pgexact/arena.hpp"
+#include "pgexact/pair_passes.hpp"  // LeafPair
 
 namespace pgexact {
 
@@ -34,24 +35,26 @@ struct LeafBoxes {
   std::vector<std::int32_t> lo, hi;      // [leaf * n_features + j]
   std::vector<std::uint64_t> constrained;  // per leaf: features its path narrows
   std::vector<std::uint64_t> nan_ok, zero_ok;  // per leaf: features on which the value reaches it
+  // Per node, what the pair walk reads, packed: the pair walk visits a node per leaf of the
+  // other tree, so it should not call back into the arena.
+  struct Node {
+    std::int32_t left, right;  // children; left = -1 for a leaf
+    std::int32_t bound;        // boundary index of a numeric split, -1 if it never narrows a box
+    std::int32_t leaf;         // leaf index for a leaf
+    std::uint8_t feature;
+    std::uint8_t nan_left, zero_left;  // where NaN and zero go at the split
+  };
+  std::vector<Node> nodes;
 
   explicit LeafBoxes(const Arena& arena);
   std::int32_t n_leaves() const { return static_cast<std::int32_t>(leaf_node.size()); }
-};
-
-// One intersecting pair: leaves u (first tree) and v (second tree), global leaf indices, and the
-// features on which the intersection box is narrower than the real line, listed in increasing
-// feature order in PairList::feature / lo / hi from `first`.
-struct LeafPair {
-  std::int32_t u, v;
-  std::int32_t first, count;
-  std::uint64_t features;
 };
 
 struct PairList {
   std::vector<LeafPair> pairs;
   std::vector<std::uint8_t> feature;
   std::vector<std::int32_t> lo, hi;
+  PairView view() const { return PairView{pairs.data(), pairs.size(), feature.data(), lo.data(), hi.data()}; }
   void clear() {
     pairs.clear();
     feature.clear();

@@ -1,0 +1,73 @@
+// The inner loops of the leaf-pair kernel (pair_kernel.hpp): one pass over the intersecting
+// leaf pairs of a tree pair, for one vector of kLanes rows.
+//
+// They are built once per x86-64 level (baseline, v3 = AVX2, v4 = AVX-512) and picked at run
+// time, so a package built from source runs anywhere and still uses the wide registers where
+// they exist. Every build does the same IEEE operations in the same order (no contraction into
+// fused multiply-adds, no reassociation), so results do not depend on the build picked. The
+// interface is plain pointers: the per-level builds share no inline code with the rest.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pgexact {
+
+// Rows per SIMD vector (8 doubles: one AVX-512 register, two AVX2 ones).
+inline constexpr int kLanes = 8;
+
+// One intersecting leaf pair (leaf_pairs.hpp): global leaf indices, and the features on which
+// the intersection box is narrower than the real line, from `first` in the feature/lo/hi lists.
+struct LeafPair {
+  std::int32_t u, v;
+  std::int32_t first, count;
+  std::uint64_t features;
+};
+
+struct PairView {
+  const LeafPair* pairs;
+  std::size_t n_pairs;
+  const std::uint8_t* feature;
+  const std::int32_t* lo;
+  const std::int32_t* hi;
+};
+
+// One vector of rows: boundary tables [boundary][T | I][lane], per-leaf out masks and weights
+// [leaf][lane]; for curves, the out masks again with bit k for the feature at ranking
+// position k of the lane's row.
+struct LaneView {
+  const double* table;
+  const std::uint64_t* out;
+  const double* weight;
+  const std::uint64_t* out_pos;
+};
+
+// The prefixes of one vector of rows: sets[k][lane] (features), never[lane] (ranking positions
+// of features that are never perturbed: NaN in the row, categorical, or beyond n_steps), and
+// per prefix over all lanes: `added` the features some lane adds at k, `any` the union of the
+// sets.
+struct CurveSets {
+  const std::uint64_t* sets;
+  const std::uint64_t* never;
+  const std::uint64_t* added;
+  const std::uint64_t* any;
+};
+
+// sum/comp: per-lane compensated sums (kLanes values; n_steps * kLanes for the curve);
+// sets: per-lane sets (n_steps * kLanes for the curve); corr: [64][lane].
+struct PairPasses {
+  void (*set)(const PairView&, const LaneView&, const std::uint64_t* sets, double mult, double* sum, double* comp);
+  void (*curve)(const PairView&, const LaneView&, const CurveSets&, std::int64_t n_steps, double mult, double* sum,
+                double* comp);
+  void (*greedy)(const PairView&, const LaneView&, const std::uint64_t* sets, const std::uint64_t* candidates,
+                 double mult, double* sum, double* comp, double* corr);
+};
+
+// The passes for the CPU this runs on.
+const PairPasses& pair_passes();
+
+namespace isa_base { PairPasses passes(); }
+namespace isa_v3 { PairPasses passes(); }
+namespace isa_v4 { PairPasses passes(); }
+
+}  // namespace pgexact

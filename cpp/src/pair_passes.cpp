@@ -1,0 +1,184 @@
+// One build of the leaf-pair passes (pair_passes.hpp); CMake compiles this file once per
+// x86-64 level with PGEXACT_ISA naming the namespace. Everything here lives in that namespace,
+// helpers included, so the builds never share (and never swap) inline code.
+#include <cmath>
+#include <cstring>
+
+#include "pgexact/pair_passes.hpp"
+
+#ifndef PGEXACT_ISA
+#define PGEXACT_ISA isa_base
+#endif
+
+// The lane helpers take and return 64-byte vectors; they are always inlined, so the ABI note
+// GCC gives for builds without AVX-512 does not apply.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+namespace pgexact::PGEXACT_ISA {
+namespace {
+
+// Lane vectors as GCC/Clang vector extensions: the compiler maps them onto whatever SIMD the
+// function is built for (one build per x86-64 level), and every clone does the same IEEE
+// operations, so results do not depend on the instruction set picked at run time.
+typedef double vd __attribute__((vector_size(kLanes * sizeof(double))));
+typedef std::uint64_t vu __attribute__((vector_size(kLanes * sizeof(double))));
+typedef std::int64_t vi __attribute__((vector_size(kLanes * sizeof(double))));
+
+__attribute__((always_inline)) inline vd load_d(const double* p) {
+  vd v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+__attribute__((always_inline)) inline vu load_u(const std::uint64_t* p) {
+  vu v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+__attribute__((always_inline)) inline void store_d(double* p, vd v) { std::memcpy(p, &v, sizeof v); }
+__attribute__((always_inline)) inline vd vabs(vd x) {
+  const vu m = (vu)x & 0x7fffffffffffffffULL;
+  return (vd)m;
+}
+// Whether any lane of a comparison result is set: an OR tree of shuffles (three steps rather
+// than eight lane extractions).
+__attribute__((always_inline)) inline bool any(vi mask) {
+  vu t = (vu)mask;
+  t |= __builtin_shuffle(t, (vu){4, 5, 6, 7, 0, 1, 2, 3});
+  t |= __builtin_shuffle(t, (vu){2, 3, 0, 1, 6, 7, 4, 5});
+  t |= __builtin_shuffle(t, (vu){1, 0, 3, 2, 5, 4, 7, 6});
+  return t[0] != 0;
+}
+__attribute__((always_inline)) inline void add_compensated(double* sum, double* comp, vd x) {
+  const vd s = load_d(sum);
+  const vd t = s + x;
+  const vd c = load_d(comp) + ((vabs(s) >= vabs(x)) ? (s - t) + x : (x - t) + s);
+  store_d(sum, t);
+  store_d(comp, c);
+}
+__attribute__((always_inline)) inline vd mass(const LaneView& lanes, std::int32_t lo, std::int32_t hi) {
+  const double* a = lanes.table + static_cast<std::size_t>(lo) * 2 * kLanes;
+  const double* b = lanes.table + static_cast<std::size_t>(hi) * 2 * kLanes;
+  const vd m = (load_d(b) - load_d(a)) + (load_d(b + kLanes) - load_d(a + kLanes));
+  const vd zero = {};
+  return m > zero ? m : zero;
+}
+// Lane mask of the lanes whose set holds feature j.
+__attribute__((always_inline)) inline vi holds(vu S, std::int32_t j) {
+  const vu zero = {};
+  return ((S >> j) & 1u) != zero;
+}
+
+// ---- one pass over a tree pair's pairs, for one lane vector --------------------------------
+// P(box) of a lane's set is the product of the masses of its perturbed features in increasing
+// feature order (multiplying by 1.0 elsewhere is exact): the canonical product, the same in
+// all three passes.
+
+// PG2 of one set per lane.
+void eval_set(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_, double mult,
+              double* sum, double* comp) {
+  const vu S = load_u(S_);
+  std::uint64_t any_set = 0;
+  for (int l = 0; l < kLanes; ++l) any_set |= S[l];
+  const vu zero_u = {};
+  const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
+  const vd zero = {};
+  for (std::size_t q = 0; q < pl.n_pairs; ++q) {
+    const LeafPair& p = pl.pairs[q];
+    const vi alive = ((load_u(lanes.out + static_cast<std::size_t>(p.u) * kLanes) | load_u(lanes.out + static_cast<std::size_t>(p.v) * kLanes)) & ~S) == zero_u;
+    if (!any(alive)) continue;
+    vd P = one;
+    for (std::int32_t e = 0; e < p.count; ++e) {
+      const std::int32_t j = pl.feature[p.first + e];
+      if (((any_set >> j) & 1u) == 0) continue;  // a factor of 1.0 in every lane
+      P *= holds(S, j) ? mass(lanes, pl.lo[p.first + e], pl.hi[p.first + e]) : one;
+    }
+    const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) * load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
+    add_compensated(sum, comp, alive ? (w * P) * mult : zero);
+  }
+}
+
+// PG2 of every prefix of each lane's ranking (see CurveSets).
+void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, std::int64_t n_steps, double mult,
+                double* sum, double* comp) {
+  vd D[64];
+  const vu zero_u = {};
+  const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
+  const vd zero = {};
+  for (std::size_t q = 0; q < pl.n_pairs; ++q) {
+    const LeafPair& p = pl.pairs[q];
+    // First prefix at which some lane is alive: a lane is alive from the ranking position of
+    // the last feature x leaves the box on, if every such feature is perturbed by then.
+    std::int64_t k0 = n_steps;
+    for (int l = 0; l < kLanes; ++l) {
+      const std::uint64_t pos = lanes.out_pos[static_cast<std::size_t>(p.u) * kLanes + l] |
+                                lanes.out_pos[static_cast<std::size_t>(p.v) * kLanes + l];
+      if ((pos & c.never[l]) != 0) continue;
+      const std::int64_t k = pos == 0 ? 0 : 63 - __builtin_clzll(pos);
+      k0 = k < k0 ? k : k0;
+    }
+    if (k0 >= n_steps) continue;
+    const vu out = load_u(lanes.out + static_cast<std::size_t>(p.u) * kLanes) |
+                   load_u(lanes.out + static_cast<std::size_t>(p.v) * kLanes);
+    const std::uint8_t* feature = pl.feature + p.first;
+    for (std::int32_t e = 0; e < p.count; ++e) D[e] = mass(lanes, pl.lo[p.first + e], pl.hi[p.first + e]);
+    const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
+                 load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
+    vd P = one;
+    for (std::int64_t k = k0; k < n_steps; ++k) {
+      const vu S = load_u(c.sets + k * kLanes);
+      // Where no lane's prefix adds a feature of this pair, every lane's product is the
+      // previous one, bit for bit; otherwise the canonical product again.
+      if (k == k0 || (c.added[k] & p.features) != 0) {
+        P = one;
+        for (std::int32_t e = 0; e < p.count; ++e) {
+          if (((c.any[k] >> feature[e]) & 1u) == 0) continue;  // 1.0 in every lane
+          P *= holds(S, feature[e]) ? D[e] : one;
+        }
+      }
+      const vi alive = (out & ~S) == zero_u;
+      add_compensated(sum + k * kLanes, comp + k * kLanes, alive ? (w * P) * mult : zero);
+    }
+  }
+}
+
+// One greedy step: PG2(S) per lane (canonical, into sum/comp) and, per candidate feature i
+// that can be perturbed, corr[i][lane] with PG2(S + {i}) = PG2(S) + corr[i].
+void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_,
+                 const std::uint64_t* cand_, double mult, double* sum, double* comp, double* corr) {
+  const vu S = load_u(S_);
+  const vu cand = load_u(cand_);
+  vd D[64];
+  const vu zero_u = {};
+  const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
+  const vd zero = {};
+  for (std::size_t q = 0; q < pl.n_pairs; ++q) {
+    const LeafPair& p = pl.pairs[q];
+    const vu rest = (load_u(lanes.out + static_cast<std::size_t>(p.u) * kLanes) | load_u(lanes.out + static_cast<std::size_t>(p.v) * kLanes)) & ~S;
+    // Useful in a lane when the rest is {} or a single candidate.
+    const vi useful = ((rest & (rest - 1u)) == zero_u) & ((rest & ~cand) == zero_u);
+    if (!any(useful)) continue;
+    vd P = one;
+    for (std::int32_t e = 0; e < p.count; ++e) {
+      D[e] = mass(lanes, pl.lo[p.first + e], pl.hi[p.first + e]);
+      P *= holds(S, pl.feature[p.first + e]) ? D[e] : one;
+    }
+    const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) * load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
+    const vd wp = (w * P) * mult;
+    const vd base = (rest == zero_u) ? wp : zero;
+    add_compensated(sum, comp, base);
+    for (std::int32_t e = 0; e < p.count; ++e) {
+      const std::int32_t i = pl.feature[p.first + e];
+      double* c = corr + static_cast<std::size_t>(i) * kLanes;
+      const vi counts = holds(cand, i) & ((rest & ~(std::uint64_t{1} << i)) == zero_u);
+      store_d(c, load_d(c) + (counts ? wp * D[e] - base : zero));
+    }
+  }
+}
+
+}  // namespace
+
+PairPasses passes() { return PairPasses{&eval_set, &eval_curve, &eval_greedy}; }
+
+}  // namespace pgexact::PGEXACT_ISA
