@@ -11,7 +11,7 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
-from . import _core, _lightgbm, _sklearn
+from . import _kernels, _lightgbm, _sklearn
 from ._validation import as_output
 from .ensemble import TreeEnsemble
 
@@ -31,7 +31,7 @@ def _qualname(obj: Any) -> Tuple[str, str]:
 
 def _xgboost_ensemble(raw: bytes, output: Optional[int], n_iterations: int, source: str,
                       names: Optional[List[str]] = None) -> Tuple[TreeEnsemble, Any, dict]:
-    full, meta = _core.parse_xgboost_json(raw, n_iterations)
+    full, meta = _kernels.parse_xgboost_json(raw, n_iterations)
     k = as_output(output, full.n_outputs, "XGBoost model")
     arena = full.select_output(k)
     feature_names = names if names is not None else (meta["feature_names"] or None)

@@ -18,7 +18,7 @@ from typing import Any, List, Optional
 
 import numpy as np
 
-from . import _core
+from . import _kernels
 from ._validation import as_output
 from .ensemble import TreeEnsemble
 
@@ -63,7 +63,7 @@ def _refuse_pandas_categorical(meta: dict) -> None:
 
 def lightgbm_ensemble(text: Any, output: Optional[int], n_iterations: int, source: str) -> TreeEnsemble:
     """TreeEnsemble of one output of a LightGBM text model (str or bytes)."""
-    full, meta = _core.parse_lightgbm_text(text, n_iterations)
+    full, meta = _kernels.parse_lightgbm_text(text, n_iterations)
     _refuse_pandas_categorical(meta)
     objective = (meta.get("objective") or "").split(" ")[0]
     what = f"LightGBM model (objective {objective!r})" if objective else "LightGBM model"

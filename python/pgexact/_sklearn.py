@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import _core
+from . import _kernels
 from ._validation import as_output
 from .ensemble import TreeEnsemble
 
@@ -118,7 +118,7 @@ def _trees_ensemble(model: Any, estimators: List[Any], output: Optional[int], so
     # Forests average their trees: predict = (sum of tree predictions) / T.
     weight = 1.0 / len(estimators) if forest else 1.0
     trees = [_tree_dict(e.tree_, _leaf_values(e, k, classifier), weight) for e in estimators]
-    arena = _core.build_arena_from_arrays(trees, np.zeros(1), int(model.n_features_in_), "<=", True, "none")
+    arena = _kernels.build_arena_from_arrays(trees, np.zeros(1), int(model.n_features_in_), "<=", True, "none")
     meta = {"library": "sklearn", "classifier": classifier, "n_estimators": len(estimators)}
     if classifier:
         meta["classes"] = list(np.asarray(model.classes_).tolist())
@@ -157,7 +157,7 @@ def _gb_ensemble(model: Any, output: Optional[int], source: str) -> TreeEnsemble
     for i in range(n_stages):
         tree = estimators[i, k].tree_
         trees.append(_tree_dict(tree, np.asarray(tree.value)[: tree.node_count, 0, 0], lr, missing=False))
-    arena = _core.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_), "<=", True, "none")
+    arena = _kernels.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_), "<=", True, "none")
     meta = {"library": "sklearn", "classifier": is_classifier(model), "n_stages": n_stages,
             "learning_rate": lr, "init": "zero" if isinstance(model.init_, str) else type(model.init_).__name__}
     return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=K,
@@ -270,8 +270,8 @@ def _hist_ensemble(model: Any, output: Optional[int], source: str) -> TreeEnsemb
     base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
     if base.size != K:
         raise ValueError(f"model: unexpected baseline prediction shape {np.shape(model._baseline_prediction)}")
-    arena = _core.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_), "<=", False,
-                                          "sklearn_hist")
+    arena = _kernels.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_), "<=", False,
+                                             "sklearn_hist")
     meta = {"library": "sklearn", "classifier": is_classifier(model), "n_iter": len(model._predictors),
             "loss": str(getattr(model, "loss", ""))}
     return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=K,
