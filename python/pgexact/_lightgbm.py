@@ -19,6 +19,7 @@ from typing import Any, List, Optional
 import numpy as np
 
 from . import _kernels
+from ._target import Target, n_threads, select_output
 from ._validation import as_output
 from .ensemble import TreeEnsemble
 
@@ -120,3 +121,21 @@ def looks_like_lightgbm_text(raw: bytes) -> bool:
     """A LightGBM text model starts with the line ``tree``."""
     head = raw.lstrip()[:5]
     return head in (b"tree\n", b"tree\r") or raw.lstrip() == b"tree"
+
+
+def lightgbm_target(model: Any, output: Optional[int], n_jobs: Optional[int]) -> Target:
+    """Monte Carlo's view of a LightGBM model: ``predict(raw_score=True)`` on our threads.
+
+    LightGBM's predict uses the best iteration when early stopping recorded one, as
+    :func:`from_lightgbm` does.
+    """
+    booster = _booster_of(model)
+    kwargs = {"raw_score": True, "num_threads": n_threads(n_jobs)}
+    names: Optional[List[str]] = list(booster.feature_name())
+    if names == [f"Column_{i}" for i in range(len(names))]:
+        names = None  # LightGBM's automatic names: the model was trained without names
+
+    def predict(X: np.ndarray) -> np.ndarray:
+        return select_output(booster.predict(X, **kwargs), output, "LightGBM predict")
+
+    return Target(predict, booster.num_feature(), names, model)

@@ -40,7 +40,9 @@ import numpy as np
 
 from . import _validation as _v
 from . import mc
+from ._adapters import predictor
 from ._prepare import prepare_call
+from .noise import Sampler
 
 __all__ = ["pgi", "pgu"]
 
@@ -66,7 +68,7 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
         call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
         n, d = call.n_rows, call.n_features
     else:
-        target = mc._resolve(model, output, n_jobs)
+        target = predictor(model, output, n_jobs)
         A = _v.as_matrix(X, target)
         n, d = A.shape
         sig, codes = _v.as_noise(noise, sigma, d)
@@ -89,7 +91,7 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
         np.put_along_axis(pos, ranking, np.arange(d)[None, :], axis=1)  # rank of each feature
         top = pos[:, None, :] < ks[None, :, None]  # (n, P, d): T_k for every k evaluated
         masks = top if important else ~top
-        stats = mc._simulate(target, A, masks, sig, mc._Noise(codes, seed), n_samples)
+        stats = mc._simulate(target, A, masks, sig, Sampler(codes, seed), n_samples)
         values = stats["ab"]
     return _trapezoid_auc(np.asarray(values, dtype=np.float64))
 
