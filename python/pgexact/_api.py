@@ -58,11 +58,9 @@ def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: Sigm
 
     Parameters
     ----------
-    model, X
-        As in :func:`pg2`.
     ranking : array_like of int, shape (d,) or (n, d)
         A permutation of the features, most important first.
-    sigma, noise, n_jobs, output
+    model, X, sigma, noise, n_jobs, output
         As in :func:`pg2`.
 
     Returns
@@ -127,15 +125,8 @@ def pgu2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
 
     Parameters
     ----------
-    model, X
-        As in :func:`pg2`.
-    ranking : array_like of int, shape (d,) or (n, d), optional
-        A permutation of the features, most important first.
-    attributions : array_like of float, shape (n, d), optional
-        Ranked by descending absolute value, ties to the lower index. With neither
-        ``ranking`` nor ``attributions``, the greedy PG² ranking (:func:`rank`) is used.
-    sigma, noise, n_jobs, output
-        As in :func:`pg2`.
+    model, X, ranking, attributions, sigma, noise, n_jobs, output
+        As in :func:`pgi2`: the same ranking, perturbed from its least important end.
 
     Returns
     -------
@@ -151,14 +142,12 @@ def pgu2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
 def rank_with_curve(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3,
                     noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
                     output: Optional[int] = None) -> Tuple[IntArray, FloatArray]:
-    """Greedy ranking and the PG² of each of its prefixes.
+    """Greedy ranking and the PG² of each of its prefixes (the search computes both).
 
     Parameters
     ----------
-    model, X
-        As in :func:`pg2`.
-    sigma, noise, n_jobs, output
-        As in :func:`pg2`.
+    model, X, sigma, noise, n_jobs, output
+        As in :func:`rank`.
 
     Returns
     -------
