@@ -34,82 +34,64 @@ import statistics
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
+
+from pgexact.bench.common import UsageError, fmt_time, timed
+from pgexact.bench.data import DATA_FILES, load_named, split_and_standardise
+from pgexact.bench.models import fit_xgb
+from pgexact.metrics import nmae
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
 
 # ------------------------------------------------------------------------------------ data
-
-
-def _standardise(Xtr, Xte):
-    mu, sd = np.nanmean(Xtr, axis=0), np.nanstd(Xtr, axis=0)
-    sd[sd == 0] = 1.0
-    return (Xtr - mu) / sd, (Xte - mu) / sd
-
-
-def _split(X, y, seed):
-    from sklearn.model_selection import train_test_split
-
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=seed)
-    Xtr, Xte = _standardise(Xtr, Xte)
-    return Xtr, Xte, ytr, yte
+# The split, standardisation, CSV reading and NMAE are pgexact-bench's own (pgexact.bench), so
+# this script and the CLI read the same data the same way.
 
 
 def load_wine(data_dir: Path, seed):
-    import pandas as pd
-
-    path = data_dir / "winequality_red.csv"
-    if not path.exists():
-        raise SystemExit(f"bench_xgboost: {path} not found (set --data-dir)")
-    df = pd.read_csv(path, sep=";")
-    y = df.pop("quality").to_numpy(dtype=np.float64)
-    return "red wine quality", list(df.columns), *_split(df.to_numpy(dtype=np.float64), y, seed)
+    data = _load_named("wine", data_dir, seed)
+    return "red wine quality", data.names, data.Xtr, data.Xte, data.ytr, data.yte
 
 
 def load_housing(data_dir: Path, seed):
-    path = data_dir / "california_housing.csv"
-    if path.exists():
-        import pandas as pd
-
-        df = pd.read_csv(path).drop(columns=["ocean_proximity"])
-        y = df.pop("median_house_value").to_numpy(dtype=np.float64)
-        X = df.to_numpy(dtype=np.float64)  # total_bedrooms has NaN: kept as missing
-        return "California housing", list(df.columns), *_split(X, y, seed)
+    if (data_dir / DATA_FILES["housing"][0]).exists():
+        # total_bedrooms has NaN: kept as missing (the CLI drops those rows, as the paper)
+        data = _load_named("housing", data_dir, seed, keep_missing=True)
+        return "California housing", data.names, data.Xtr, data.Xte, data.ytr, data.yte
     from sklearn.datasets import make_friedman1
 
     X, y = make_friedman1(n_samples=20000, n_features=8, noise=0.5, random_state=seed)
-    return ("synthetic (Friedman #1, 8 features)", [f"x{i}" for i in range(8)],
-            *_split(X, y, seed))
+    names = [f"x{i}" for i in range(8)]
+    data = split_and_standardise("friedman8", X, y, names, [], "make_friedman1", seed=seed)
+    return ("synthetic (Friedman #1, 8 features)", names, data.Xtr, data.Xte, data.ytr,
+            data.yte)
+
+
+def _load_named(name, data_dir: Path, seed, **kwargs):
+    try:
+        return load_named(name, str(data_dir), seed=seed, **kwargs)
+    except UsageError as e:
+        raise SystemExit(f"bench_xgboost: {e} (set --data-dir)") from None
 
 
 # ----------------------------------------------------------------------------- measuring
 
 
-def _time(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
-
-
-def _nmae(exact, approx):
-    return float(np.sum(np.abs(exact - approx)) / np.sum(np.abs(exact)))
+def _fmt(seconds):
+    return fmt_time(seconds, micro="µs")
 
 
 def bench_model(label, dataset, Xtr, Xte, ytr, *, n_trees, depth, rows, repeats, sigma,
                 n_jobs, seed, log, ranking_kind="greedy"):
-    import xgboost as xgb
-
     import pgexact
     from pgexact import mc
 
-    model = xgb.XGBRegressor(n_estimators=n_trees, max_depth=depth, learning_rate=0.3,
-                             tree_method="hist", random_state=seed, n_jobs=n_jobs)
-    model.fit(Xtr, ytr)
+    params = dict(n_estimators=n_trees, max_depth=depth, learning_rate=0.3)
+    model = fit_xgb(Xtr, ytr, params, seed=seed, n_jobs=n_jobs)
     X = np.ascontiguousarray(Xte[:rows])
     n, d = X.shape
     te = pgexact.load(model)
@@ -117,7 +99,7 @@ def bench_model(label, dataset, Xtr, Xte, ytr, *, n_trees, depth, rows, repeats,
         f"{d} features, {n} rows")
 
     if ranking_kind == "greedy":
-        ranking, t_rank = _time(lambda: np.asarray(pgexact.rank(te, X, sigma=sigma,
+        ranking, t_rank = timed(lambda: np.asarray(pgexact.rank(te, X, sigma=sigma,
                                                                  n_jobs=n_jobs)))
     else:  # one fixed random permutation for every row
         ranking, t_rank = np.random.default_rng(seed).permutation(d), float("nan")
@@ -150,15 +132,15 @@ def bench_model(label, dataset, Xtr, Xte, ytr, *, n_trees, depth, rows, repeats,
     times = {"exact": [], "mc100": [], "mc1000": [], "floor": []}
     nmae100, nmae1000 = [], []
     for r in range(repeats):
-        exact, t = _time(run_exact)
+        exact, t = timed(run_exact)
         times["exact"].append(t)
-        est, t = _time(run_mc(100, seed + r))
+        est, t = timed(run_mc(100, seed + r))
         times["mc100"].append(t)
-        nmae100.append(_nmae(exact, est))
-        est, t = _time(run_mc(1000, seed + r))
+        nmae100.append(nmae(exact, est))
+        est, t = timed(run_mc(1000, seed + r))
         times["mc1000"].append(t)
-        nmae1000.append(_nmae(exact, est))
-        _, t = _time(run_floor)
+        nmae1000.append(nmae(exact, est))
+        _, t = timed(run_floor)
         times["floor"].append(t * floor_scale)
     med = {k: statistics.median(v) / n for k, v in times.items()}
     res = dict(
@@ -176,16 +158,6 @@ def bench_model(label, dataset, Xtr, Xte, ytr, *, n_trees, depth, rows, repeats,
 
 
 # ----------------------------------------------------------------------------- reporting
-
-
-def _fmt(seconds):
-    if not np.isfinite(seconds):
-        return "-"
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.1f} µs"
-    if seconds < 1:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds:.2f} s"
 
 
 def markdown_table(results):

@@ -1,19 +1,34 @@
-"""Model adapters: detect what the user passed and turn it into a TreeEnsemble.
+"""The model registry: detect what the user passed, and turn it into what the caller needs.
 
-Each adapter extracts what the library itself serialises (XGBoost JSON bytes, ...) and hands
-it to the C++ parser; the Python side only decides which trees and which output to use.
+Every supported library is one :class:`ModelFamily` in :data:`FAMILIES`, which knows
+
+* which objects are the library's (``owns``) and which of those the exact kernels can read
+  (``exports``);
+* how to export a model for the exact kernels (``export`` -> :class:`TreeEnsemble`): each
+  extracts what the library itself serialises (XGBoost JSON bytes, LightGBM model text,
+  scikit-learn's tree arrays) and hands it to the C++ parser; the Python side only decides
+  which trees and which output to use;
+* how to call the library's own batched predict for Monte Carlo (``predictor`` ->
+  :class:`~pgexact._target.Target`).
+
+:func:`load` and :func:`predictor` are the two ways in; paths and :class:`TreeEnsemble`
+objects are handled here, the libraries in ``_xgboost``, ``_lightgbm`` and ``_sklearn``.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 
-from . import _core, _lightgbm, _sklearn
+from . import _lightgbm, _sklearn, _xgboost
+from ._target import Target
 from ._validation import as_output
 from .ensemble import TreeEnsemble
+
+__all__ = ["FAMILIES", "SUPPORTED", "ModelFamily", "load", "predictor"]
 
 SUPPORTED = (
     "xgboost Booster / XGBRegressor / XGBClassifier / XGBRFRegressor / XGBRFClassifier, "
@@ -24,68 +39,29 @@ SUPPORTED = (
 )
 
 
-def _qualname(obj: Any) -> Tuple[str, str]:
-    cls = type(obj)
-    return cls.__module__ or "", cls.__name__
+class ModelFamily(NamedTuple):
+    """One supported library: how to recognise, export and predict with its models."""
+
+    name: str
+    #: the library's model objects (Monte Carlo can predict with any of them)
+    owns: Callable[[Any], bool]
+    #: those the exact kernels can read
+    exports: Callable[[Any], bool]
+    #: ``export(model, output) -> TreeEnsemble``
+    export: Callable[[Any, Optional[int]], TreeEnsemble]
+    #: ``predictor(model, output, n_jobs) -> Target``: the library's own batched predict
+    predictor: Callable[[Any, Optional[int], Optional[int]], Target]
 
 
-def _xgboost_ensemble(raw: bytes, output: Optional[int], n_iterations: int, source: str,
-                      names: Optional[List[str]] = None) -> Tuple[TreeEnsemble, Any, dict]:
-    full, meta = _core.parse_xgboost_json(raw, n_iterations)
-    k = as_output(output, full.n_outputs, "XGBoost model")
-    arena = full.select_output(k)
-    feature_names = names if names is not None else (meta["feature_names"] or None)
-    ens = TreeEnsemble(arena, feature_names=feature_names, output=k, n_outputs=full.n_outputs,
-                       source=source, meta=meta)
-    return ens, full, meta
-
-
-def _check_against_xgboost(ens: TreeEnsemble, booster: Any, n_iterations: int) -> None:
-    """Compare the intercept and routing with XGBoost's own margin on a few probe rows."""
-    import xgboost as xgb
-
-    d = ens.n_features
-    rng = np.random.default_rng(0)
-    probe = np.vstack([np.zeros(d), np.full(d, np.nan), rng.normal(size=(6, d))]).astype(np.float32)
-    cats = [j for j, t in enumerate(booster.feature_types or []) if t == "c"]
-    if cats:
-        probe[:, cats] = np.abs(np.round(probe[:, cats]))
-    kwargs = {"output_margin": True, "validate_features": False}
-    if n_iterations >= 0:
-        kwargs["iteration_range"] = (0, n_iterations)
-    dm = xgb.DMatrix(probe, feature_types=booster.feature_types, enable_categorical=bool(cats))
-    margin = np.asarray(booster.predict(dm, **kwargs), dtype=np.float64)
-    if margin.ndim == 2:
-        margin = margin[:, ens.output]
-    ours = ens.predict(probe.astype(np.float64))
-    # XGBoost sums in float32: allow its rounding, but not a wrong intercept or a wrong branch.
-    tolerance = 1e-4 * np.maximum(1.0, np.abs(margin)) + 1e-6 * ens.n_trees
-    if not np.all(np.abs(ours - margin) <= tolerance):
-        raise ValueError(
-            "model: pgexact could not reproduce XGBoost's own margin for this model "
-            f"(objective {ens._meta.get('objective')!r}); max difference "
-            f"{float(np.max(np.abs(ours - margin))):.3g}"
-        )
-
-
-def _from_xgboost(model: Any, output: Optional[int]) -> TreeEnsemble:
-    module, name = _qualname(model)
-    if name == "Booster":
-        booster = model
-        n_iterations = -1  # Booster.predict uses every tree by default
-    else:
-        try:
-            booster = model.get_booster()
-        except Exception as exc:  # xgboost raises NotFittedError on an unfitted wrapper
-            raise ValueError(f"model: this {name} is not fitted ({exc})") from None
-        # The scikit-learn wrapper predicts with the best iteration when early stopping set one.
-        best = booster.attr("best_iteration")
-        n_iterations = int(best) + 1 if best is not None else -1
-    raw = bytes(booster.save_raw(raw_format="json"))
-    names = list(booster.feature_names) if booster.feature_names else None
-    ens, _, _ = _xgboost_ensemble(raw, output, n_iterations, f"xgboost.{name}", names)
-    _check_against_xgboost(ens, booster, n_iterations)
-    return ens
+FAMILIES = (
+    ModelFamily("xgboost", _xgboost.is_xgboost, _xgboost.is_xgboost, _xgboost.from_xgboost,
+                _xgboost.xgboost_target),
+    ModelFamily("lightgbm", _lightgbm.is_lightgbm, _lightgbm.is_lightgbm,
+                _lightgbm.from_lightgbm, _lightgbm.lightgbm_target),
+    # Monte Carlo can use any scikit-learn estimator's predict; the kernels read only trees.
+    ModelFamily("sklearn", _sklearn.is_sklearn, _sklearn.accepts, _sklearn.from_sklearn,
+                _sklearn.sklearn_target),
+)
 
 
 def _from_path(path: str, output: Optional[int]) -> TreeEnsemble:
@@ -104,27 +80,31 @@ def _from_path(path: str, output: Optional[int]) -> TreeEnsemble:
     if _lightgbm.looks_like_lightgbm_text(raw):
         return _lightgbm.lightgbm_ensemble(raw, output, -1, f"LightGBM file {os.path.basename(path)}")
     if head == b"{" or path.endswith((".json", ".ubj")):
-        ens, _, _ = _xgboost_ensemble(raw, output, -1, f"XGBoost file {os.path.basename(path)}")
+        ens, _, _ = _xgboost.xgboost_ensemble(raw, output, -1,
+                                              f"XGBoost file {os.path.basename(path)}")
         return ens
     raise ValueError(
         f"model: {path!r} is not a recognised model file (expected XGBoost .json / .ubj or a LightGBM text model)"
     )
 
 
-_ADAPTERS: List[Tuple[Callable[[Any], bool], Callable[[Any, Optional[int]], TreeEnsemble]]] = [
-    (lambda m: _qualname(m)[0].startswith("xgboost") and hasattr(m, "save_raw"), _from_xgboost),
-    (lambda m: _qualname(m)[0].startswith("xgboost") and hasattr(m, "get_booster"), _from_xgboost),
-    (_lightgbm.is_lightgbm, _lightgbm.from_lightgbm),
-    (_sklearn.accepts, _sklearn.from_sklearn),
-]
-
-
 def load(model: Any, output: Optional[int] = None) -> TreeEnsemble:
     """Turn a supported model (object or file path) into a :class:`TreeEnsemble`.
 
-    ``output`` selects the output column: binary boosted classifiers default to the margin,
-    forest-style scikit-learn classifiers to the probability of class 1; multi-class models
-    require it.
+    Parameters
+    ----------
+    model : model object, path or TreeEnsemble
+        An XGBoost, LightGBM or scikit-learn tree model (see :data:`SUPPORTED`), a path to a
+        saved XGBoost ``.json`` / ``.ubj`` or LightGBM text model, or a TreeEnsemble (returned
+        as is).
+    output : int, optional
+        The output column: binary boosted classifiers default to the margin, forest-style
+        scikit-learn classifiers to the probability of class 1; multi-class models require it.
+
+    Returns
+    -------
+    TreeEnsemble
+        One output column of the model, ready for the exact kernels.
     """
     if isinstance(model, TreeEnsemble):
         if output is not None and as_output(output, model.n_outputs, "model") != model.output:
@@ -135,8 +115,51 @@ def load(model: Any, output: Optional[int] = None) -> TreeEnsemble:
         return model
     if isinstance(model, (str, os.PathLike)):
         return _from_path(os.fspath(model), output)
-    for accepts, adapter in _ADAPTERS:
-        if accepts(model):
-            return adapter(model, output)
+    for family in FAMILIES:
+        if family.exports(model):
+            return family.export(model, output)
     raise TypeError(f"model: unsupported type {type(model).__module__}.{type(model).__name__}; "
                     f"expected {SUPPORTED}")
+
+
+def _ensemble_target(model: Any, output: Optional[int], n_jobs: Optional[int]) -> Target:
+    """A path or TreeEnsemble (or anything :func:`load` reads) predicted by the arena."""
+    te = load(model, output=output)  # a TreeEnsemble is returned as is
+    kwargs = {}
+    try:
+        if "n_jobs" in inspect.signature(te.predict).parameters:
+            kwargs["n_jobs"] = n_jobs
+    except (TypeError, ValueError):  # pragma: no cover - builtin without a signature
+        pass
+
+    def predict(X: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.asarray(te.predict(X, **kwargs), dtype=np.float64))
+
+    names = te.feature_names
+    return Target(predict, int(te.n_features), list(names) if names else None, te)
+
+
+def predictor(model: Any, output: Optional[int] = None, n_jobs: Optional[int] = None) -> Target:
+    """The batched raw predict Monte Carlo uses for ``model``.
+
+    Parameters
+    ----------
+    model : model object, path or TreeEnsemble
+        A library's own object goes through that library's batched predict (margins for
+        boosted models, class probabilities for forest-style classifiers); a path or a
+        TreeEnsemble through ``TreeEnsemble.predict``.
+    output : int, optional
+        The output column, as in :func:`load`.
+    n_jobs : int, optional
+        The library's thread count (None or -1: all cores); the user's object is unchanged.
+
+    Returns
+    -------
+    Target
+        ``predict(X) -> (m,) float64`` for C-contiguous rows in the model's feature order,
+        with the model's feature count and names.
+    """
+    for family in FAMILIES:
+        if family.owns(model):
+            return family.predictor(model, output, n_jobs)
+    return _ensemble_target(model, output, n_jobs)

@@ -1,106 +1,183 @@
-"""The exact metrics: PG², its curve over a ranking, PGI², PGU² and the greedy ranking."""
+"""The exact metrics: PG², its curve over a ranking, PGI², PGU² and the greedy ranking.
+
+Each function validates its arguments once (:func:`pgexact._prepare.prepare_call`) and runs
+the kernels through the resulting :class:`~pgexact._kernels.PreparedCall`.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
-from . import _core
-from ._adapters import load
-from ._validation import (
-    as_feature_mask,
-    as_matrix,
-    as_n_jobs,
-    as_noise,
-    as_ranking,
-    ranking_from_attributions,
-)
-from .ensemble import TreeEnsemble
+from ._kernels import PreparedCall
+from ._prepare import prepare_call
+from ._typing import ArrayLike, FloatArray, IntArray, ModelLike, NoiseLike, SigmaLike
+from ._validation import as_ranking, ranking_from_attributions
+
+__all__ = ["pg2", "pg2_curve", "pgi2", "pgu2", "rank", "rank_with_curve"]
 
 
-def _prepare(model: Any, X: Any, sigma: Any, noise: Any, n_jobs: Any, output: Optional[int]
-             ) -> Tuple[TreeEnsemble, np.ndarray, np.ndarray, np.ndarray, int]:
-    ens = load(model, output=output)
-    Xa = as_matrix(X, ens)
-    d = ens.n_features
-    sig, fam = as_noise(noise, sigma, d)
-    return ens, Xa, sig, fam, as_n_jobs(n_jobs)
-
-
-def pg2(model: Any, X: Any, features: Any, *, sigma: Any = 0.3, noise: Any = "normal",
-        n_jobs: Optional[int] = None, output: Optional[int] = None) -> np.ndarray:
+def pg2(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike = 0.3,
+        noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
+        output: Optional[int] = None) -> FloatArray:
     """Exact ``PG²(x, S) = E[(f(x') - f(x))²]`` for every row of X.
 
-    ``features`` is the perturbed set S (indices or names, the same for every row) or a
-    boolean mask of shape (d,) or (n, d). Returns an (n,) float64 array, never negative.
+    Parameters
+    ----------
+    model : model object, path or TreeEnsemble
+        An XGBoost, LightGBM or scikit-learn tree model, a saved model file, or a
+        :class:`pgexact.TreeEnsemble` (see :func:`pgexact.load`).
+    X : array_like or DataFrame, shape (n, d)
+        The rows; DataFrame columns are matched to the model's feature names.
+    features : array_like
+        The perturbed set S: indices or names (the same for every row), or a boolean mask of
+        shape (d,) or (n, d).
+    sigma : float or array_like of shape (d,), default 0.3
+        Standard deviation of the noise added to each perturbed feature.
+    noise : {"normal", "uniform", "laplace"}, NoiseFamily or sequence, default "normal"
+        Noise family for every feature, or one per feature (:mod:`pgexact.noise`).
+    n_jobs : int, optional
+        OpenMP threads over rows; None or -1 for all cores. Results do not depend on it.
+    output : int, optional
+        Output column of a multi-output model (see :func:`pgexact.load`).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,), float64
+        PG² per row, never negative.
     """
-    ens, Xa, sig, fam, threads = _prepare(model, X, sigma, noise, n_jobs, output)
-    mask = as_feature_mask(features, ens, Xa.shape[0])
-    return _core.pg2(ens._arena, Xa, mask, sig, fam, threads)
+    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
+    return call.pg2(call.feature_mask(features))
 
 
-def pg2_curve(model: Any, X: Any, ranking: Any, *, sigma: Any = 0.3, noise: Any = "normal",
-              n_jobs: Optional[int] = None, output: Optional[int] = None) -> np.ndarray:
-    """``PG²`` of every prefix of a ranking: column k is PG² of its top k+1 features, (n, d)."""
-    ens, Xa, sig, fam, threads = _prepare(model, X, sigma, noise, n_jobs, output)
-    rk = as_ranking(ranking, ens.n_features, Xa.shape[0])
-    return _core.pg2_curve(ens._arena, Xa, rk, ens.n_features, sig, fam, threads)
+def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: SigmaLike = 0.3,
+              noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
+              output: Optional[int] = None) -> FloatArray:
+    """``PG²`` of every prefix of a ranking.
+
+    Parameters
+    ----------
+    ranking : array_like of int, shape (d,) or (n, d)
+        A permutation of the features, most important first.
+    model, X, sigma, noise, n_jobs, output
+        As in :func:`pg2`.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, d), float64
+        Column k is PG² of the top k+1 features of the ranking.
+    """
+    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
+    return call.pg2_curve(as_ranking(ranking, call.n_features, call.n_rows))
 
 
-def _resolve_ranking(ens: TreeEnsemble, Xa: np.ndarray, ranking: Any, attributions: Any,
-                     sig: np.ndarray, fam: np.ndarray, threads: int
-                     ) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+def _resolve_ranking(call: PreparedCall, ranking: Optional[ArrayLike],
+                     attributions: Optional[ArrayLike]
+                     ) -> Tuple[IntArray, Optional[FloatArray]]:
     """The ranking to evaluate, and its top-k curve when the greedy search already has it."""
     if ranking is not None and attributions is not None:
         raise ValueError("ranking: give either ranking or attributions, not both")
-    d, n = ens.n_features, Xa.shape[0]
+    d, n = call.n_features, call.n_rows
     if ranking is not None:
         return as_ranking(ranking, d, n), None
     if attributions is not None:
         return ranking_from_attributions(attributions, d, n), None
-    greedy, curve = _core.greedy_rank(ens._arena, Xa, sig, fam, threads)
+    greedy, curve = call.greedy_rank()
     return greedy, curve
 
 
-def pgi2(model: Any, X: Any, ranking: Any = None, *, attributions: Any = None, sigma: Any = 0.3,
-         noise: Any = "normal", n_jobs: Optional[int] = None, output: Optional[int] = None
-         ) -> np.ndarray:
+def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
+         attributions: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
+         noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
+         output: Optional[int] = None) -> FloatArray:
     """``PGI²(x, π) = (1/d) Σ_k PG²(x, top-k of π)``, exactly, for every row.
 
-    The ranking π comes from ``ranking``, from ``attributions`` (descending absolute value,
-    ties to the lower index), or, when neither is given, from the greedy PG² search.
+    Parameters
+    ----------
+    model, X
+        As in :func:`pg2`.
+    ranking : array_like of int, shape (d,) or (n, d), optional
+        A permutation of the features, most important first.
+    attributions : array_like of float, shape (n, d), optional
+        Ranked by descending absolute value, ties to the lower index. With neither
+        ``ranking`` nor ``attributions``, the greedy PG² ranking (:func:`rank`) is used.
+    sigma, noise, n_jobs, output
+        As in :func:`pg2`.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,), float64
+        PGI² per row.
     """
-    ens, Xa, sig, fam, threads = _prepare(model, X, sigma, noise, n_jobs, output)
-    rk, curve = _resolve_ranking(ens, Xa, ranking, attributions, sig, fam, threads)
+    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
+    rk, curve = _resolve_ranking(call, ranking, attributions)
     if curve is None:
-        curve = _core.pg2_curve(ens._arena, Xa, rk, ens.n_features, sig, fam, threads)
+        curve = call.pg2_curve(rk)
     return curve.mean(axis=1)
 
 
-def pgu2(model: Any, X: Any, ranking: Any = None, *, attributions: Any = None, sigma: Any = 0.3,
-         noise: Any = "normal", n_jobs: Optional[int] = None, output: Optional[int] = None
-         ) -> np.ndarray:
-    """``PGU²(x, π) = (1/d) Σ_k PG²(x, bottom-k of π)``: perturbing the least important first."""
-    ens, Xa, sig, fam, threads = _prepare(model, X, sigma, noise, n_jobs, output)
-    rk, _ = _resolve_ranking(ens, Xa, ranking, attributions, sig, fam, threads)
+def pgu2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
+         attributions: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
+         noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
+         output: Optional[int] = None) -> FloatArray:
+    """``PGU²(x, π) = (1/d) Σ_k PG²(x, bottom-k of π)``: least important first.
+
+    Parameters
+    ----------
+    model, X, ranking, attributions, sigma, noise, n_jobs, output
+        As in :func:`pgi2`: the same ranking, perturbed from its least important end.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,), float64
+        PGU² per row.
+    """
+    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
+    rk, _ = _resolve_ranking(call, ranking, attributions)
     reverse = np.ascontiguousarray(rk[..., ::-1])
-    return _core.pg2_curve(ens._arena, Xa, reverse, ens.n_features, sig, fam, threads).mean(axis=1)
+    return call.pg2_curve(reverse).mean(axis=1)
 
 
-def rank_with_curve(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
-                    n_jobs: Optional[int] = None, output: Optional[int] = None
-                    ) -> Tuple[np.ndarray, np.ndarray]:
-    """Greedy ranking (n, d) and the PG² of each of its prefixes (n, d)."""
-    ens, Xa, sig, fam, threads = _prepare(model, X, sigma, noise, n_jobs, output)
-    return _core.greedy_rank(ens._arena, Xa, sig, fam, threads)
+def rank_with_curve(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3,
+                    noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
+                    output: Optional[int] = None) -> Tuple[IntArray, FloatArray]:
+    """Greedy ranking and the PG² of each of its prefixes (the search computes both).
+
+    Parameters
+    ----------
+    model, X, sigma, noise, n_jobs, output
+        As in :func:`rank`.
+
+    Returns
+    -------
+    ranking : numpy.ndarray of shape (n, d), int64
+        As :func:`rank`.
+    curve : numpy.ndarray of shape (n, d), float64
+        Column k is PG² of the top k+1 features of the ranking.
+    """
+    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
+    return call.greedy_rank()
 
 
-def rank(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
-         n_jobs: Optional[int] = None, output: Optional[int] = None) -> np.ndarray:
-    """Greedy PG² ranking per row, most important first, shape (n, d), int64.
+def rank(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3, noise: NoiseLike = "normal",
+         n_jobs: Optional[int] = None, output: Optional[int] = None) -> IntArray:
+    """Greedy PG² ranking per row, most important first.
 
     Feature 1 maximises ``PG²(x, {i})``; feature l+1 maximises ``PG²(x, S_l ∪ {i})``; ties go
     to the lower index.
+
+    Parameters
+    ----------
+    model, X
+        As in :func:`pg2`.
+    sigma, noise, n_jobs, output
+        As in :func:`pg2`.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, d), int64
+        The ranking of each row.
     """
     return rank_with_curve(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)[0]
+

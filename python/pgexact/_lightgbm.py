@@ -18,7 +18,8 @@ from typing import Any, List, Optional
 
 import numpy as np
 
-from . import _core
+from . import _kernels
+from ._target import Target, n_threads, select_output
 from ._validation import as_output
 from .ensemble import TreeEnsemble
 
@@ -63,7 +64,7 @@ def _refuse_pandas_categorical(meta: dict) -> None:
 
 def lightgbm_ensemble(text: Any, output: Optional[int], n_iterations: int, source: str) -> TreeEnsemble:
     """TreeEnsemble of one output of a LightGBM text model (str or bytes)."""
-    full, meta = _core.parse_lightgbm_text(text, n_iterations)
+    full, meta = _kernels.parse_lightgbm_text(text, n_iterations)
     _refuse_pandas_categorical(meta)
     objective = (meta.get("objective") or "").split(" ")[0]
     what = f"LightGBM model (objective {objective!r})" if objective else "LightGBM model"
@@ -120,3 +121,21 @@ def looks_like_lightgbm_text(raw: bytes) -> bool:
     """A LightGBM text model starts with the line ``tree``."""
     head = raw.lstrip()[:5]
     return head in (b"tree\n", b"tree\r") or raw.lstrip() == b"tree"
+
+
+def lightgbm_target(model: Any, output: Optional[int], n_jobs: Optional[int]) -> Target:
+    """Monte Carlo's view of a LightGBM model: ``predict(raw_score=True)`` on our threads.
+
+    LightGBM's predict uses the best iteration when early stopping recorded one, as
+    :func:`from_lightgbm` does.
+    """
+    booster = _booster_of(model)
+    kwargs = {"raw_score": True, "num_threads": n_threads(n_jobs)}
+    names: Optional[List[str]] = list(booster.feature_name())
+    if names == [f"Column_{i}" for i in range(len(names))]:
+        names = None  # LightGBM's automatic names: the model was trained without names
+
+    def predict(X: np.ndarray) -> np.ndarray:
+        return select_output(booster.predict(X, **kwargs), output, "LightGBM predict")
+
+    return Target(predict, booster.num_feature(), names, model)

@@ -2,38 +2,68 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
-from . import _core
-from ._api import _prepare
-from ._validation import as_attributions, as_feature_mask
+from ._prepare import prepare_call
+from ._typing import ArrayLike, FloatArray, ModelLike, NoiseLike, SigmaLike
+from ._validation import as_attributions
+
+__all__ = ["expected", "infidelity"]
 
 
-def expected(model: Any, X: Any, features: Any, *, sigma: Any = 0.3, noise: Any = "normal",
-             n_jobs: Optional[int] = None, output: Optional[int] = None) -> np.ndarray:
-    """Exact ``E[f(x')]``: the expected raw output when ``features`` are perturbed, (n,)."""
-    ens, Xa, sig, fam, threads = _prepare(model, X, sigma, noise, n_jobs, output)
-    mask = as_feature_mask(features, ens, Xa.shape[0])
-    return _core.expected(ens._arena, Xa, mask, sig, fam, threads)
+def expected(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike = 0.3,
+             noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
+             output: Optional[int] = None) -> FloatArray:
+    """Exact ``E[f(x')]``: the expected raw output when ``features`` are perturbed.
+
+    Parameters
+    ----------
+    model, X, features
+        As in :func:`pgexact.pg2`.
+    sigma, noise, n_jobs, output
+        As in :func:`pgexact.pg2`.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,), float64
+        The expected prediction per row.
+    """
+    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
+    return call.expected(call.feature_mask(features))
 
 
-def infidelity(model: Any, X: Any, attributions: Any, *, sigma: Any = 0.3, noise: Any = "normal",
-               n_jobs: Optional[int] = None, output: Optional[int] = None) -> np.ndarray:
-    """Exact infidelity (Yeh et al. 2019) of attributions ``a`` per row, (n,):
+def infidelity(model: ModelLike, X: ArrayLike, attributions: ArrayLike, *,
+               sigma: SigmaLike = 0.3, noise: NoiseLike = "normal",
+               n_jobs: Optional[int] = None, output: Optional[int] = None) -> FloatArray:
+    """Exact infidelity (Yeh et al. 2019) of attributions ``a`` per row.
 
     ``E[(aᵀI − (f(x) − f(x − I)))²]`` with independent noise ``I`` on every feature.
 
     Expanding the square gives ``Σ a_j² σ_j² − 2 Σ a_j E[δ_j f(x + δ)] + PG²(x, all)`` (for
     symmetric noise, with ``δ = −I``); each term is exact. A missing feature stays missing, so
     its noise only enters through ``a_j I_j``. The sum is clamped at zero against rounding.
+
+    Parameters
+    ----------
+    model, X
+        As in :func:`pgexact.pg2`.
+    attributions : array_like of shape (n, d) or (d,)
+        The attributions ``a`` of each row.
+    sigma, noise, n_jobs, output
+        As in :func:`pgexact.pg2`.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,), float64
+        The infidelity per row, never negative.
     """
-    ens, Xa, sig, fam, threads = _prepare(model, X, sigma, noise, n_jobs, output)
-    a = as_attributions(attributions, ens.n_features, Xa.shape[0])
-    d = ens.n_features
-    everything = np.ones(d, dtype=np.uint8)
-    pg2_all = _core.pg2(ens._arena, Xa, everything, sig, fam, threads)
-    moments = _core.first_moments(ens._arena, Xa, sig, fam, threads)
+    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
+    a = as_attributions(attributions, call.n_features, call.n_rows)
+    everything = np.ones(call.n_features, dtype=np.uint8)
+    pg2_all = call.pg2(everything)
+    moments = call.first_moments()
+    sig = call.sigma
     out = (a * a) @ (sig * sig) - 2.0 * np.einsum("ij,ij->i", a, moments) + pg2_all
     return np.maximum(out, 0.0)

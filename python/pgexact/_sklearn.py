@@ -19,11 +19,14 @@ which validates them. What each model's raw output ``f`` is:
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+import copy
+import warnings
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import _core
+from . import _kernels
+from ._target import Target, n_threads, select_output
 from ._validation import as_output
 from .ensemble import TreeEnsemble
 
@@ -118,7 +121,7 @@ def _trees_ensemble(model: Any, estimators: List[Any], output: Optional[int], so
     # Forests average their trees: predict = (sum of tree predictions) / T.
     weight = 1.0 / len(estimators) if forest else 1.0
     trees = [_tree_dict(e.tree_, _leaf_values(e, k, classifier), weight) for e in estimators]
-    arena = _core.build_arena_from_arrays(trees, np.zeros(1), int(model.n_features_in_), "<=", True, "none")
+    arena = _kernels.build_arena_from_arrays(trees, np.zeros(1), int(model.n_features_in_), "<=", True, "none")
     meta = {"library": "sklearn", "classifier": classifier, "n_estimators": len(estimators)}
     if classifier:
         meta["classes"] = list(np.asarray(model.classes_).tolist())
@@ -157,7 +160,7 @@ def _gb_ensemble(model: Any, output: Optional[int], source: str) -> TreeEnsemble
     for i in range(n_stages):
         tree = estimators[i, k].tree_
         trees.append(_tree_dict(tree, np.asarray(tree.value)[: tree.node_count, 0, 0], lr, missing=False))
-    arena = _core.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_), "<=", True, "none")
+    arena = _kernels.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_), "<=", True, "none")
     meta = {"library": "sklearn", "classifier": is_classifier(model), "n_stages": n_stages,
             "learning_rate": lr, "init": "zero" if isinstance(model.init_, str) else type(model.init_).__name__}
     return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=K,
@@ -270,8 +273,8 @@ def _hist_ensemble(model: Any, output: Optional[int], source: str) -> TreeEnsemb
     base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
     if base.size != K:
         raise ValueError(f"model: unexpected baseline prediction shape {np.shape(model._baseline_prediction)}")
-    arena = _core.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_), "<=", False,
-                                          "sklearn_hist")
+    arena = _kernels.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_), "<=", False,
+                                             "sklearn_hist")
     meta = {"library": "sklearn", "classifier": is_classifier(model), "n_iter": len(model._predictors),
             "loss": str(getattr(model, "loss", ""))}
     return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=K,
@@ -322,3 +325,52 @@ def accepts(model: Any) -> bool:
         return False
     return any(c.__name__ in SKLEARN_TYPES and (c.__module__ or "").startswith("sklearn.")
                for c in type(model).__mro__)
+
+
+def sklearn_target(model: Any, output: Optional[int], n_jobs: Optional[int]) -> Target:
+    """Monte Carlo's view of a scikit-learn model: its own raw output on our threads.
+
+    HistGradientBoosting: ``_raw_predict``; GradientBoosting: ``decision_function``; classifiers
+    with ``predict_proba``: the class probabilities (binary: class 1, as :func:`pgexact.load`);
+    anything else with ``predict``: ``predict``.
+    """
+    name = type(model).__name__
+    threads = n_threads(n_jobs)
+    if hasattr(model, "n_jobs"):
+        model_ = copy.copy(model)  # shallow: fitted trees are shared, n_jobs is ours
+        model_.n_jobs = threads
+    else:
+        model_ = model
+
+    raw: Callable[[np.ndarray], Any]
+    if name.startswith("HistGradientBoosting"):
+        def raw(X: np.ndarray) -> Any:
+            return model_._raw_predict(X, n_threads=threads)
+    elif name.startswith("GradientBoosting") and hasattr(model_, "decision_function"):
+        raw = model_.decision_function
+    elif hasattr(model_, "predict_proba") and hasattr(model_, "classes_"):
+        classes = model_.classes_
+        if isinstance(classes, list):
+            raise ValueError(f"model: multi-output classifiers ({name}) are not supported")
+        if output is None and len(classes) == 2:
+            output = 1  # binary: the probability of class 1 (as pgexact.load)
+        as_output(output, len(classes), f"{name} (output k = probability of class k)")
+        raw = model_.predict_proba
+    elif hasattr(model_, "predict"):
+        raw = model_.predict
+    else:  # pragma: no cover - not a fitted estimator
+        raise TypeError(f"model: unsupported scikit-learn object {name}")
+
+    def predict(X: np.ndarray) -> np.ndarray:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*feature names.*", category=UserWarning)
+            out = raw(X)
+        return select_output(out, output, f"{name} prediction")
+
+    names = getattr(model, "feature_names_in_", None)
+    return Target(
+        predict,
+        getattr(model, "n_features_in_", None),
+        [str(c) for c in names] if names is not None else None,
+        model,
+    )

@@ -11,10 +11,14 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
 
 import numpy as np
 
+from . import noise as _noise
+
 if TYPE_CHECKING:  # pragma: no cover
     from .ensemble import TreeEnsemble
 
-NOISE_FAMILIES = {"normal": 0, "gaussian": 0, "uniform": 1, "laplace": 2}
+#: family name -> the code the C++ kernels use; the codes live on the noise classes
+#: (``Normal.code`` ...), and :mod:`pgexact._kernels` checks them against the C++ enum
+NOISE_FAMILIES = {name: cls.code for name, cls in _noise.FAMILIES.items()}
 
 
 def _is_dataframe(X: Any) -> bool:
@@ -94,8 +98,6 @@ def as_sigma(sigma: Any, d: int) -> np.ndarray:
 
 def _noise_item(item: Any, j: Optional[int]) -> Any:
     """A NoiseFamily instance from a name or an object (``j``: position in a per-feature list)."""
-    from . import noise as _noise
-
     where = "noise" if j is None else f"noise[{j}]"
     if isinstance(item, str):
         key = item.lower()

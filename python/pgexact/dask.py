@@ -41,15 +41,17 @@ import pickle
 import sys
 import uuid
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 import numpy as np
 
-import dask
 import dask.array as da
-from dask.base import tokenize
+from dask.base import is_dask_collection, tokenize
+from dask.delayed import delayed
 
+from . import _api, _moments
 from ._adapters import load
+from ._optional import optional
 from ._validation import (
     _is_dataframe,
     as_attributions,
@@ -68,16 +70,15 @@ __all__ = ["pg2", "pg2_curve", "pgi2", "pgu2", "rank", "expected"]
 
 
 def _in_memory(name: str) -> Callable[..., np.ndarray]:
-    from . import _api, _moments
-
-    return {
+    functions: Dict[str, Callable[..., np.ndarray]] = {
         "pg2": _api.pg2,
         "pg2_curve": _api.pg2_curve,
         "pgi2": _api.pgi2,
         "pgu2": _api.pgu2,
         "rank": _api.rank,
         "expected": _moments.expected,
-    }[name]
+    }
+    return functions[name]
 
 
 def _run_block(ens: TreeEnsemble, x: np.ndarray, *row_args: np.ndarray, metric: str,
@@ -103,7 +104,7 @@ def _frame_to_float64(df: Any) -> Any:
 
 
 def _is_dask_dataframe(X: Any) -> bool:
-    return (dask.is_dask_collection(X) and hasattr(X, "columns") and hasattr(X, "map_partitions")
+    return (is_dask_collection(X) and hasattr(X, "columns") and hasattr(X, "map_partitions")
             and hasattr(X, "to_dask_array"))
 
 
@@ -111,12 +112,11 @@ def _active_client() -> Any:
     """The default ``distributed`` client, if one is active (and synchronous), else None."""
     if "distributed" not in sys.modules:  # no client can exist; skip the import
         return None
-    try:
-        from distributed import default_client
-    except ImportError:  # pragma: no cover - dask without distributed
+    distributed = optional("distributed")
+    if distributed is None:  # pragma: no cover - dask without distributed
         return None
     try:
-        client = default_client()
+        client = distributed.default_client()
     except ValueError:
         return None
     if getattr(client, "asynchronous", False) or getattr(client, "status", "running") != "running":
@@ -138,7 +138,7 @@ def _model_handle(ens: TreeEnsemble) -> Any:
     key = _model_key(ens)
     client = _active_client()
     if client is None:
-        return dask.delayed(ens, name=key, pure=True)
+        return delayed(ens, name=key, pure=True)
     cache_key = (client.id, key)
     future = _SCATTERED.get(cache_key)
     if future is not None and future.status == "finished":
@@ -176,7 +176,7 @@ def _as_dask_matrix(X: Any, ens: TreeEnsemble) -> da.Array:
             X = X[[X.columns[columns.index(n)] for n in names]]
         meta_out = _frame_to_float64(X._meta)
         X = X.map_partitions(_frame_to_float64, meta=meta_out).to_dask_array(lengths=True)
-    elif dask.is_dask_collection(X) and not isinstance(X, da.Array):
+    elif is_dask_collection(X) and not isinstance(X, da.Array):
         raise TypeError(
             f"X: expected a 2-D dask.array.Array or a dask DataFrame, got {type(X).__name__}"
         )
@@ -192,7 +192,7 @@ def _as_dask_matrix(X: Any, ens: TreeEnsemble) -> da.Array:
     as_matrix(np.empty((0, d), dtype=X.dtype), ens)  # dtype checks (complex, strings)
     if len(X.chunks[1]) != 1:
         X = X.rechunk({1: -1})
-    return X
+    return cast(da.Array, X)
 
 
 class _Rows:
@@ -217,7 +217,7 @@ class _Rows:
         """A dask argument: (d,) is computed and shared, (n, d) is rechunked to X's rows."""
         if _is_dask_dataframe(value):
             value = value.to_dask_array(lengths=True)
-        if not dask.is_dask_collection(value):
+        if not is_dask_collection(value):
             return False
         if not isinstance(value, da.Array):
             raise TypeError(f"{name}: expected a numpy or dask array, got {type(value).__name__}")
@@ -303,7 +303,7 @@ def _build(func: str, model: Any, X: Any, *, sigma: Any, noise: Any, n_jobs: Any
     options = dict(rows.shared, sigma=sigma, noise=noise, n_jobs=n_jobs)
     wide = func in ("pg2_curve", "rank")
     dtype = np.int64 if func == "rank" else np.float64
-    return da.map_blocks(
+    return cast(da.Array, da.map_blocks(
         _run_block,
         _model_handle(ens),
         Xd,
@@ -316,7 +316,7 @@ def _build(func: str, model: Any, X: Any, *, sigma: Any, noise: Any, n_jobs: Any
         chunks=(Xd.chunks[0], (d,)) if wide else (Xd.chunks[0],),
         drop_axis=None if wide else 1,
         meta=np.empty((0, 0) if wide else (0,), dtype=dtype),
-    )
+    ))
 
 
 # ----------------------------------------------------------------------------- public API

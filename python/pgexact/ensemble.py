@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from . import _core
+from . import _kernels
 from ._validation import as_matrix
 
 
@@ -21,7 +21,7 @@ class TreeEnsemble:
 
     def __init__(
         self,
-        arena: "_core.Arena",
+        arena: "_kernels.Arena",
         *,
         feature_names: Optional[List[str]] = None,
         output: int = 0,
@@ -115,7 +115,7 @@ class TreeEnsemble:
         }
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
-        self._arena = _core.Arena.from_bytes(state["arena"])
+        self._arena = _kernels.Arena.from_bytes(state["arena"])
         self._feature_names = state["feature_names"]
         self._output = state["output"]
         self._n_outputs = state["n_outputs"]

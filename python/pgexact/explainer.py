@@ -11,21 +11,21 @@ Only numpy is needed to compute an explanation; pandas, matplotlib and shap are 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple, cast
 
 import numpy as np
 
 from . import metrics as _metrics
 from ._adapters import load
 from ._api import rank_with_curve
+from ._optional import require
+from ._plotting import plot_explanation
 from ._validation import (
     _is_dataframe,
-    as_choice,
     as_importance_scheme,
     as_matrix,
     as_n_jobs,
     as_noise,
-    as_positive_int,
     as_row_index,
 )
 from .ensemble import TreeEnsemble
@@ -244,7 +244,7 @@ class Explanation:
 
     @property
     def n_features(self) -> int:
-        return self.values.shape[-1]
+        return int(self.values.shape[-1])
 
     @property
     def is_single_row(self) -> bool:
@@ -258,7 +258,7 @@ class Explanation:
     def __len__(self) -> int:
         if self.is_single_row:
             raise TypeError("len() of a single-row Explanation")
-        return self.values.shape[0]
+        return int(self.values.shape[0])
 
     def __iter__(self) -> Iterator["Explanation"]:
         for i in range(len(self)):
@@ -279,7 +279,7 @@ class Explanation:
     # -- aggregates --------------------------------------------------------------------------
     def _2d(self, name: str) -> np.ndarray:
         arr = getattr(self, name)
-        return arr[None, :] if arr.ndim == 1 else arr
+        return cast(np.ndarray, arr[None, :] if arr.ndim == 1 else arr)
 
     def rank_counts(self) -> np.ndarray:
         """``(d, d)`` int64: ``counts[i, k]`` = number of rows in which feature i has rank k+1."""
@@ -299,8 +299,7 @@ class Explanation:
 
         Ties keep the features' column order. The index holds the feature names.
         """
-        import pandas as pd
-
+        pd = require("pandas", "Explanation.global_importance()")
         d = self.n_features
         kind, _ = as_importance_scheme(scheme, d)
         if kind == "gain":
@@ -323,42 +322,8 @@ class Explanation:
 
         ``max_display`` caps the number of features (and ranks) shown; None shows all.
         """
-        kind = as_choice(kind, ("bar", "ranks"), "kind")
-        top = as_positive_int(max_display, "max_display", allow_none=True) or self.n_features
-        importance = self.global_importance(scheme)
-        shown = importance.iloc[: min(top, self.n_features)]
-        if ax is None:
-            import matplotlib.pyplot as plt
-
-            height = 0.8 + 0.35 * len(shown)
-            _, ax = plt.subplots(figsize=(7.0 if kind == "bar" else 8.0, max(2.5, height)))
-        if kind == "bar":
-            pos = np.arange(len(shown))[::-1]
-            ax.barh(pos, shown.to_numpy(), color="#1f77b4")
-            ax.set_yticks(pos)
-            ax.set_yticklabels(list(shown.index))
-            labels = {"geom": "geometric rank score  sum 2^-rank", "gain": "mean greedy PG² gain"}
-            ax.set_xlabel(labels.get(scheme.lower(), f"fraction of rows in the {scheme.lower()}"))
-            ax.set_title(f"pgexact global importance ({scheme.lower()})")
-            return ax
-        n = max(self._2d("ranking").shape[0], 1)
-        order = [self.feature_names.index(name) for name in shown.index]
-        n_ranks = min(top, self.n_features)
-        freq = self.rank_counts()[order, :n_ranks] / n
-        im = ax.imshow(freq, aspect="auto", cmap="viridis", vmin=0.0, vmax=max(float(freq.max()), 1e-12))
-        ax.set_yticks(np.arange(len(order)))
-        ax.set_yticklabels(list(shown.index))
-        ax.set_xticks(np.arange(n_ranks))
-        ax.set_xticklabels([str(k + 1) for k in range(n_ranks)])
-        ax.set_xlabel("rank in the greedy PG² ranking (1 = most important)")
-        ax.set_title("how often each feature sits at each rank")
-        ax.figure.colorbar(im, ax=ax, label="fraction of rows")
-        if len(order) <= 12 and n_ranks <= 12:
-            for (i, k), f in np.ndenumerate(freq):
-                if f > 0:
-                    ax.text(k, i, f"{f:.2f}", ha="center", va="center", fontsize=7,
-                            color="white" if f < 0.6 * freq.max() else "black")
-        return ax
+        return cast("Axes", plot_explanation(self, kind, scheme=scheme, max_display=max_display,
+                                             ax=ax))
 
     # -- shap interoperability ---------------------------------------------------------------
     def to_shap(self) -> Any:
@@ -368,10 +333,7 @@ class Explanation:
         ``base_values`` is ``f(x)`` and the values sum to ``PG²``, so a waterfall's "E[f(X)]"
         label shows ``f(x)`` and its end point is ``f(x) + PG²(x, all features)``.
         """
-        try:
-            import shap
-        except ImportError:  # pragma: no cover - shap is an optional dependency
-            raise ImportError("to_shap() needs the shap package: pip install shap") from None
+        shap = require("shap", "to_shap()")
         return shap.Explanation(
             values=self.values.copy(),
             base_values=self.base_values.copy() if self.base_values.ndim else float(self.base_values),

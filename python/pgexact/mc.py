@@ -33,16 +33,15 @@ numbers), so ``pg2(S = top-k)`` and column ``k`` of ``pg2_curve`` agree for the 
 
 from __future__ import annotations
 
-import copy
-import inspect
-import json
 import numbers
-import os
-import warnings
 
 import numpy as np
 
 from . import _validation as _v
+from ._adapters import predictor
+from ._api import rank
+from ._target import Target
+from .noise import Sampler
 
 __all__ = ["pg2", "pg2_curve", "pgi2", "pgu2", "pgi", "pgu"]
 
@@ -53,178 +52,13 @@ _MAX_ELEMENTS_PER_CALL = 8_000_000
 
 
 # --------------------------------------------------------------------------------------------
-# model -> batched raw-output callable
+# model -> batched raw-output callable (the model registry, pgexact._adapters)
 # --------------------------------------------------------------------------------------------
 
 
-class _Target:
-    """What the estimators need from a model: a batched raw predict and its input layout."""
-
-    __slots__ = ("predict", "n_features", "feature_names", "exact_model", "dtype")
-
-    def __init__(self, predict, n_features, feature_names, exact_model, dtype=np.float64):
-        self.predict = predict
-        self.n_features = n_features
-        self.feature_names = feature_names
-        self.exact_model = exact_model
-        #: dtype of the perturbed copies: float32 when the library casts to it anyway
-        self.dtype = dtype
-
-
-def _module_root(obj) -> str:
-    return type(obj).__module__.split(".", 1)[0]
-
-
-def _cpu_count() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def _n_threads(n_jobs) -> int:
-    """Threads for the library: None or -1 -> all cores, k > 0 -> k (as the exact API)."""
-    threads = _v.as_n_jobs(n_jobs)
-    return threads if threads > 0 else _cpu_count()
-
-
-def _select_output(out, output, what):
-    """Pick one output column from a (m,) or (m, K) prediction."""
-    out = np.asarray(out, dtype=np.float64)
-    if out.ndim == 1:
-        out = out[:, None]
-    elif out.ndim != 2:
-        raise ValueError(f"{what} returned an array of shape {out.shape}; expected (m,) or (m, K)")
-    k = _v.as_output(output, out.shape[1], "model")
-    return np.ascontiguousarray(out[:, k])
-
-
-def _xgboost_target(model, output, n_jobs):
-    import xgboost as xgb
-
-    if isinstance(model, xgb.Booster):
-        booster = model
-        iteration_range = (0, 0)  # Booster.predict uses every tree
-    else:
-        booster = model.get_booster()
-        # the scikit-learn wrapper predicts with the best iteration when early stopping set one
-        best = booster.attr("best_iteration")
-        iteration_range = (0, int(best) + 1) if best is not None else (0, 0)
-    threads = _n_threads(n_jobs)
-    try:
-        config = json.loads(booster.save_config())["learner"]["generic_param"]
-        current = int(config.get("nthread", 0))
-    except (KeyError, ValueError, TypeError):  # pragma: no cover - unexpected config layout
-        current = -1
-    names = booster.feature_names
-
-    def predict(X):
-        # Our thread count for this call only: the user's booster is left as it was (cheaper
-        # than copying the booster, which serialises every tree).
-        if current != threads:
-            booster.set_param({"nthread": threads})
-        try:
-            out = booster.inplace_predict(
-                X, predict_type="margin", iteration_range=iteration_range, missing=np.nan
-            )
-        finally:
-            if current != threads and current >= 0:
-                booster.set_param({"nthread": current})
-        return _select_output(out, output, "XGBoost inplace_predict")
-
-    # XGBoost reads its input as float32: building the copies in float32 gives the same
-    # predictions (x + delta is rounded once, from double) with half the memory traffic
-    return _Target(predict, booster.num_features(), list(names) if names else None, model,
-                   np.float32)
-
-
-def _lightgbm_target(model, output, n_jobs):
-    import lightgbm as lgb
-
-    booster = model if isinstance(model, lgb.Booster) else model.booster_
-    kwargs = {"raw_score": True, "num_threads": _n_threads(n_jobs)}
-    names = list(booster.feature_name())
-    if names == [f"Column_{i}" for i in range(len(names))]:
-        names = None  # LightGBM's automatic names: the model was trained without names
-
-    def predict(X):
-        return _select_output(booster.predict(X, **kwargs), output, "LightGBM predict")
-
-    return _Target(predict, booster.num_feature(), names, model)
-
-
-def _sklearn_target(model, output, n_jobs):
-    name = type(model).__name__
-    threads = _n_threads(n_jobs)
-    if hasattr(model, "n_jobs"):
-        model_ = copy.copy(model)  # shallow: fitted trees are shared, n_jobs is ours
-        model_.n_jobs = threads
-    else:
-        model_ = model
-
-    if name.startswith("HistGradientBoosting"):
-        def raw(X):
-            return model_._raw_predict(X, n_threads=threads)
-    elif name.startswith("GradientBoosting") and hasattr(model_, "decision_function"):
-        raw = model_.decision_function
-    elif hasattr(model_, "predict_proba") and hasattr(model_, "classes_"):
-        classes = model_.classes_
-        if isinstance(classes, list):
-            raise ValueError(f"model: multi-output classifiers ({name}) are not supported")
-        if output is None and len(classes) == 2:
-            output = 1  # binary: the probability of class 1 (as pgexact.load)
-        _v.as_output(output, len(classes), f"{name} (output k = probability of class k)")
-        raw = model_.predict_proba
-    elif hasattr(model_, "predict"):
-        raw = model_.predict
-    else:  # pragma: no cover - not a fitted estimator
-        raise TypeError(f"model: unsupported scikit-learn object {name}")
-
-    def predict(X):
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*feature names.*", category=UserWarning)
-            out = raw(X)
-        return _select_output(out, output, f"{name} prediction")
-
-    names = getattr(model, "feature_names_in_", None)
-    return _Target(
-        predict,
-        getattr(model, "n_features_in_", None),
-        [str(c) for c in names] if names is not None else None,
-        model,
-    )
-
-
-def _ensemble_target(model, output, n_jobs):
-    from ._adapters import load
-
-    te = load(model, output=output)  # a TreeEnsemble is returned as is
-    kwargs = {}
-    try:
-        if "n_jobs" in inspect.signature(te.predict).parameters:
-            kwargs["n_jobs"] = n_jobs
-    except (TypeError, ValueError):  # pragma: no cover - builtin without a signature
-        pass
-
-    def predict(X):
-        return np.ascontiguousarray(np.asarray(te.predict(X, **kwargs), dtype=np.float64))
-
-    names = te.feature_names
-    return _Target(predict, int(te.n_features), list(names) if names else None, te)
-
-
-def _resolve(model, output=None, n_jobs=None) -> _Target:
-    root = _module_root(model)
-    if root == "xgboost" and (
-        type(model).__name__ == "Booster" or hasattr(model, "get_booster")
-    ):
-        return _xgboost_target(model, output, n_jobs)
-    if root == "lightgbm" and (type(model).__name__ == "Booster" or hasattr(model, "booster_")):
-        return _lightgbm_target(model, output, n_jobs)
-    if root == "sklearn":
-        return _sklearn_target(model, output, n_jobs)
-    # a path, a TreeEnsemble, or anything else pgexact.load understands
-    return _ensemble_target(model, output, n_jobs)
+def _resolve(model, output=None, n_jobs=None) -> Target:
+    """The model's :class:`~pgexact._target.Target` (see :func:`pgexact._adapters.predictor`)."""
+    return predictor(model, output, n_jobs)
 
 
 def _raw_predictor(model, output=None, *, n_jobs=None):
@@ -236,7 +70,7 @@ def _raw_predictor(model, output=None, *, n_jobs=None):
     C-contiguous float64 (or float32) array in the model's feature order.  ``n_jobs`` is the
     library's thread count (None or -1: all cores); the user's object is left unchanged.
     """
-    return _resolve(model, output, n_jobs).predict
+    return predictor(model, output, n_jobs).predict
 
 
 # --------------------------------------------------------------------------------------------
@@ -305,39 +139,6 @@ class _Moments:
         return np.sqrt(self.m2 / (n - 1) / n)
 
 
-_SQRT3 = float(np.sqrt(3.0))
-_SQRT_HALF = float(np.sqrt(0.5))
-
-
-class _Noise:
-    """Unit-variance draws per feature family (sigma scales them): the exact API's families,
-    ``normal``, ``uniform`` on ``[-sqrt(3), sqrt(3)]`` and ``laplace`` with scale ``1/sqrt(2)``.
-
-    Gaussian features read one ``standard_normal`` stream; uniform and Laplace features read
-    a second stream of uniforms (inverse CDF), so every stream is consumed in row-major
-    (row, sample, feature) order and the draws do not depend on the chunking.
-    """
-
-    def __init__(self, codes: np.ndarray, seed):
-        self.rng = np.random.default_rng(seed)
-        self.uniform = codes == _v.NOISE_FAMILIES["uniform"]
-        self.laplace = codes == _v.NOISE_FAMILIES["laplace"]
-        self.other = bool(self.uniform.any() or self.laplace.any())
-        self.aux = np.random.default_rng(self.rng.integers(2**63)) if self.other else None
-
-    def draw(self, shape):
-        z = self.rng.standard_normal(shape)
-        if self.other:
-            u = self.aux.random(shape)
-            if self.uniform.any():
-                z[..., self.uniform] = _SQRT3 * (2.0 * u[..., self.uniform] - 1.0)
-            if self.laplace.any():
-                v = u[..., self.laplace] - 0.5  # in [-0.5, 0.5)
-                tail = np.maximum(1.0 - 2.0 * np.abs(v), np.finfo(np.float64).tiny)
-                z[..., self.laplace] = -_SQRT_HALF * np.sign(v) * np.log(tail)
-        return z
-
-
 def _simulate(target, X, masks, sigma, noise, n_samples):
     """Monte Carlo moments of the prediction gap.
 
@@ -400,15 +201,13 @@ def _setup(model, X, sigma, noise, n_samples, seed, output, n_jobs):
     d = A.shape[1]
     sig, codes = _v.as_noise(noise, sigma, d)  # per-feature std and family codes
     K = _check_n_samples(n_samples)
-    return target, A, sig, _Noise(codes, seed), K
+    return target, A, sig, Sampler(codes, seed), K
 
 
 def _ranking_for(target, A, ranking, attributions, sigma, noise, output, n_jobs):
     n, d = A.shape
     r = _as_ranking(ranking, attributions, n, d)
     if r is None:  # the greedy exact ranking, as in pgexact.pgi2
-        from ._api import rank
-
         r = np.asarray(rank(target.exact_model, A, sigma=sigma, noise=noise, n_jobs=n_jobs,
                             output=output), dtype=np.int64).reshape(n, d)
     return r

@@ -33,10 +33,11 @@ from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["Normal", "Uniform", "Laplace", "NoiseFamily"]
+__all__ = ["Normal", "Uniform", "Laplace", "NoiseFamily", "Sampler"]
 
 _SQRT3 = math.sqrt(3.0)
 _SQRT2 = math.sqrt(2.0)
+_SQRT_HALF = math.sqrt(0.5)
 _erfc = np.frompyfunc(math.erfc, 1, 1)
 
 
@@ -98,7 +99,26 @@ class NoiseFamily:
         return np.asarray(self._unit_cdf(-(u / s)), dtype=np.float64)  # symmetric families
 
     def sample(self, rng: np.random.Generator, shape: Any) -> np.ndarray:
-        """Draws with standard deviation 1 (the Monte Carlo estimators multiply by sigma)."""
+        """Draws with standard deviation 1 (the Monte Carlo estimators multiply by sigma).
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The random stream.
+        shape : int or tuple of int
+            Shape of the draws.
+
+        Returns
+        -------
+        numpy.ndarray of float64
+            Unit-variance draws of this family: ``rng.standard_normal`` for Normal, the inverse
+            CDF (:meth:`from_uniform`) of ``rng.random`` draws for the others.
+        """
+        return self.from_uniform(rng.random(shape))
+
+    @staticmethod
+    def from_uniform(u: np.ndarray) -> np.ndarray:
+        """Unit-variance draws of this family from uniforms ``u`` in ``[0, 1)`` (inverse CDF)."""
         raise NotImplementedError
 
     def _unit_cdf(self, z: np.ndarray) -> np.ndarray:
@@ -148,8 +168,9 @@ class Uniform(NoiseFamily):
         z = np.asarray(z, dtype=np.float64)
         return np.clip((z + _SQRT3) / (2.0 * _SQRT3), 0.0, 1.0)
 
-    def sample(self, rng: np.random.Generator, shape: Any) -> np.ndarray:
-        return rng.uniform(-_SQRT3, _SQRT3, size=shape)
+    @staticmethod
+    def from_uniform(u: np.ndarray) -> np.ndarray:
+        return _SQRT3 * (2.0 * u - 1.0)
 
 
 class Laplace(NoiseFamily):
@@ -165,8 +186,11 @@ class Laplace(NoiseFamily):
         with np.errstate(over="ignore"):
             return np.where(t < 0, 0.5 * np.exp(np.minimum(t, 0.0)), 1.0 - 0.5 * np.exp(-np.maximum(t, 0.0)))
 
-    def sample(self, rng: np.random.Generator, shape: Any) -> np.ndarray:
-        return rng.laplace(0.0, 1.0 / _SQRT2, size=shape)
+    @staticmethod
+    def from_uniform(u: np.ndarray) -> np.ndarray:
+        v = u - 0.5  # in [-0.5, 0.5)
+        tail = np.maximum(1.0 - 2.0 * np.abs(v), np.finfo(np.float64).tiny)
+        return -_SQRT_HALF * np.sign(v) * np.log(tail)
 
 
 FAMILIES = {"normal": Normal, "gaussian": Normal, "uniform": Uniform, "laplace": Laplace}
@@ -178,3 +202,38 @@ def get(name: str) -> NoiseFamily:
         return FAMILIES[name.lower()]()
     except (KeyError, AttributeError):
         raise ValueError(f"noise: unknown family {name!r}; expected 'normal', 'uniform' or 'laplace'") from None
+
+
+class Sampler:
+    """Unit-variance noise for Monte Carlo, one family per feature (sigma scales the draws).
+
+    Gaussian features read one ``standard_normal`` stream; uniform and Laplace features read a
+    second stream of uniforms, turned into their family by :meth:`NoiseFamily.from_uniform`.
+    Every stream is consumed in row-major (row, sample, feature) order, so the draws do not
+    depend on how the estimators chunk the rows.
+
+    Parameters
+    ----------
+    codes : numpy.ndarray of uint8, shape (d,)
+        The family code of each feature (``NoiseFamily.code``).
+    seed : int or None
+        Seed of the stream; None for fresh draws.
+    """
+
+    def __init__(self, codes: np.ndarray, seed: Optional[int]) -> None:
+        self.rng = np.random.default_rng(seed)
+        codes = np.asarray(codes)
+        # the families drawn by inverse CDF, in a fixed order (uniform, then Laplace)
+        self.by_uniform = [(family, codes == family.code) for family in (Uniform, Laplace)
+                           if bool(np.any(codes == family.code))]
+        self.aux = (np.random.default_rng(self.rng.integers(2**63)) if self.by_uniform
+                    else None)
+
+    def draw(self, shape: Any) -> np.ndarray:
+        """Draws of ``shape`` (last axis: the d features), unit variance per feature."""
+        z = self.rng.standard_normal(shape)
+        if self.aux is not None:
+            u = self.aux.random(shape)
+            for family, mask in self.by_uniform:
+                z[..., mask] = family.from_uniform(u[..., mask])
+        return z

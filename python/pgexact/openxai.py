@@ -38,9 +38,11 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import _core, mc
 from . import _validation as _v
-from ._api import _prepare
+from . import mc
+from ._adapters import predictor
+from ._prepare import prepare_call
+from .noise import Sampler
 
 __all__ = ["pgi", "pgu"]
 
@@ -63,10 +65,10 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
     n_samples = _v.as_positive_int(n_samples, "n_samples")
     seed = _v.as_seed(seed)
     if exact:
-        ens, A, sig, fam, threads = _prepare(model, X, sigma, noise, n_jobs, output)
-        n, d = A.shape
+        call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
+        n, d = call.n_rows, call.n_features
     else:
-        target = mc._resolve(model, output, n_jobs)
+        target = predictor(model, output, n_jobs)
         A = _v.as_matrix(X, target)
         n, d = A.shape
         sig, codes = _v.as_noise(noise, sigma, d)
@@ -76,11 +78,11 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
 
     if exact:
         if important:  # T_k = top-k prefix: column k-1 of the curve
-            curve = _core.pg2_curve(ens._arena, A, ranking, d, sig, fam, threads)
+            curve = call.pg2_curve(ranking)
             values = curve[:, ks - 1]
         else:  # complement of T_k = bottom-(d-k) prefix of the reversed ranking; empty for k = d
             reverse = np.ascontiguousarray(ranking[:, ::-1])
-            curve = _core.pg2_curve(ens._arena, A, reverse, d, sig, fam, threads)
+            curve = call.pg2_curve(reverse)
             values = np.zeros((n, ks.size))
             inner = ks < d
             values[:, inner] = curve[:, d - ks[inner] - 1]
@@ -89,7 +91,7 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
         np.put_along_axis(pos, ranking, np.arange(d)[None, :], axis=1)  # rank of each feature
         top = pos[:, None, :] < ks[None, :, None]  # (n, P, d): T_k for every k evaluated
         masks = top if important else ~top
-        stats = mc._simulate(target, A, masks, sig, mc._Noise(codes, seed), n_samples)
+        stats = mc._simulate(target, A, masks, sig, Sampler(codes, seed), n_samples)
         values = stats["ab"]
     return _trapezoid_auc(np.asarray(values, dtype=np.float64))
 

@@ -1,0 +1,123 @@
+"""Model comparison: SHAP values and rankings, and mean PGI² of rankings side by side.
+
+Needs the optional shap and pandas (imported when called, with a message naming the extra).
+Public through :mod:`pgexact.metrics`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Dict, Mapping, Optional
+
+import numpy as np
+
+from ._adapters import load
+from ._api import pg2_curve, rank
+from ._optional import require
+from ._validation import as_matrix, as_sigma_list, ranking_from_attributions
+from .ensemble import TreeEnsemble
+
+__all__ = ["compare", "shap_ranking", "shap_values"]
+
+
+# ------------------------------------------------------------------------------- SHAP ranking
+def _is_pgexact_model(model: Any) -> bool:
+    return isinstance(model, (TreeEnsemble, str, bytes)) or hasattr(model, "__fspath__")
+
+
+def shap_values(model: Any, X: Any, *, output: Optional[int] = None) -> np.ndarray:
+    """``shap.TreeExplainer`` values of the model's raw output column, (n, d) float64.
+
+    The column is the one :func:`pgexact.load` explains (margin for boosted classifiers,
+    probability of class 1 for binary forest classifiers, ``output`` for multi-class).
+    """
+    if _is_pgexact_model(model):
+        raise TypeError(
+            "model: SHAP needs the library model (XGBoost / LightGBM / scikit-learn object); a "
+            "pgexact.TreeEnsemble or a model file path cannot be handed to shap.TreeExplainer")
+    shap = require("shap", "shap_ranking()")
+    ens = load(model, output=output)  # validates output the same way as the exact metrics
+    Xa = as_matrix(X, ens)
+    data: Any = Xa
+    if ens.feature_names is not None:
+        pd = require("pandas", "shap_ranking() with feature names")
+        data = pd.DataFrame(Xa, columns=list(ens.feature_names))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # shap's and the libraries' chatter about formats
+        phi = shap.TreeExplainer(model).shap_values(data, check_additivity=False)
+    if isinstance(phi, list):  # older shap: one (n, d) array per output
+        phi = np.stack([np.asarray(p) for p in phi], axis=-1)
+    phi = np.asarray(phi, dtype=np.float64)
+    n, d = Xa.shape
+    if phi.ndim == 3:
+        if phi.shape[-1] == ens.n_outputs:
+            phi = phi[..., ens.output]
+        elif phi.shape[-1] == 2 and ens.n_outputs == 1:  # a binary model explained per class
+            phi = phi[..., 1]
+        else:
+            raise ValueError(f"model: shap returned values of shape {phi.shape}; cannot tell which "
+                             f"of them is output {ens.output}")
+    if phi.shape != (n, d):
+        raise ValueError(f"model: shap returned values of shape {phi.shape}, expected ({n}, {d})")
+    return np.ascontiguousarray(phi)
+
+
+def shap_ranking(model: Any, X: Any, *, output: Optional[int] = None) -> np.ndarray:
+    """SHAP ranking per row: ``argsort(-|phi|)`` (stable: ties to the lower index), (n, d) int64.
+
+    ``phi`` are ``shap.TreeExplainer`` values on the model's raw output (see
+    :func:`shap_values`). ``model`` must be the library model: a :class:`pgexact.TreeEnsemble`
+    or a path raises ``TypeError``.
+    """
+    phi = shap_values(model, X, output=output)
+    return ranking_from_attributions(phi, phi.shape[1], phi.shape[0])
+
+
+# --------------------------------------------------------------------------------- compare
+_RESERVED = ("greedy", "shap")
+
+
+def compare(model: Any, X: Any, *, sigma_rank: Any = 0.3,
+            sigma_eval: Any = (0.1, 0.3, 0.5, 1.0),
+            methods: Optional[Mapping[str, Any]] = None,
+            output: Optional[int] = None) -> "Any":
+    """Mean exact PGI² over the rows of X, per evaluation noise level, per ranking method.
+
+    Methods (columns, in this order): ``"greedy"`` (the greedy PG² ranking computed at
+    ``sigma_rank``, a float or (d,) array), ``"shap"`` (:func:`shap_ranking`), then every
+    ``{name: attributions}`` of ``methods`` (each (n, d), or (d,) for all rows, ranked by
+    descending absolute value). Rows: ``sigma_eval`` (index named ``"sigma_eval"``), the
+    scalar noise levels at which PGI² is evaluated (normal noise). Returns a pandas DataFrame.
+
+    The SHAP column needs the library model; for a :class:`pgexact.TreeEnsemble` or a path it
+    is left out with a ``UserWarning``.
+    """
+    pd = require("pandas", "compare()")
+    levels = as_sigma_list(sigma_eval, "sigma_eval")
+    if methods is None:
+        methods = {}
+    if not isinstance(methods, Mapping):
+        raise TypeError(f"methods: expected a dict {{name: attributions}}, got {type(methods).__name__}")
+    ens = load(model, output=output)
+    Xa = as_matrix(X, ens)
+    n, d = Xa.shape
+    rankings: Dict[str, np.ndarray] = {}
+    rankings["greedy"] = rank(ens, Xa, sigma=sigma_rank)
+    if _is_pgexact_model(model):
+        warnings.warn("compare: the 'shap' column is left out: SHAP needs the library model, "
+                      "not a pgexact.TreeEnsemble or a path", UserWarning, stacklevel=2)
+    else:
+        rankings["shap"] = shap_ranking(model, X, output=output)
+    for name, attributions in methods.items():
+        if not isinstance(name, str):
+            raise TypeError(f"methods: names must be strings, got {name!r}")
+        if name in _RESERVED:
+            raise ValueError(f"methods: the name {name!r} is reserved for a built-in column")
+        try:
+            rankings[name] = ranking_from_attributions(attributions, d, n)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"methods[{name!r}]: {exc}") from None
+    table = {name: [float(pg2_curve(ens, Xa, R, sigma=s).mean()) if n else float("nan")
+                    for s in levels]
+             for name, R in rankings.items()}
+    return pd.DataFrame(table, index=pd.Index(levels, name="sigma_eval"), columns=list(rankings))

@@ -1,0 +1,156 @@
+"""The one seam between Python and the C++ core: every call into :mod:`pgexact._core` is here.
+
+A public function validates its arguments once, into a :class:`PreparedCall`
+(:func:`pgexact._prepare.prepare_call`) (the ensemble,
+the rows as a C-contiguous float64 array, per-feature sigma and noise codes, the thread
+count), and then asks it for the kernels it needs.  The kernels' wrappers below trust what
+the prepared call holds, so nothing is checked twice on the way down, and no other module
+needs to know the extension's positional argument order.
+
+The model-side entry points (the parsers and :class:`Arena`) are re-exported from here too,
+so that a change in the extension's signatures is a change in this file only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, Sequence, Tuple
+
+import numpy as np
+
+from . import _core
+from ._validation import NOISE_FAMILIES, as_feature_mask
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .ensemble import TreeEnsemble
+
+__all__ = [
+    "Arena",
+    "ModelError",
+    "PreparedCall",
+    "build_arena_from_arrays",
+    "parse_lightgbm_text",
+    "parse_xgboost_json",
+]
+
+#: the immutable node arena (the parsers' output, the kernels' input)
+Arena = _core.Arena
+#: raised by the C++ parsers for a model they cannot represent exactly
+ModelError = _core.ModelError
+
+
+def parse_xgboost_json(raw: bytes, n_iterations: int = -1) -> Tuple["_core.Arena", Dict[str, Any]]:
+    """XGBoost JSON / UBJSON bytes -> (multi-output arena, metadata); ``-1``: every iteration."""
+    return _core.parse_xgboost_json(raw, n_iterations)
+
+
+def parse_lightgbm_text(text: Any, n_iterations: int = -1
+                        ) -> Tuple["_core.Arena", Dict[str, Any]]:
+    """LightGBM model text -> (multi-output arena, metadata); ``-1``: every iteration."""
+    return _core.parse_lightgbm_text(text, n_iterations)
+
+
+def build_arena_from_arrays(trees: Sequence[Dict[str, Any]], base_score: np.ndarray,
+                            n_features: int, op: str, input_float32: bool,
+                            category_rule: str) -> "_core.Arena":
+    """An arena from per-tree numpy arrays (scikit-learn's fitted trees)."""
+    return _core.build_arena_from_arrays(trees, base_score, n_features, op, input_float32,
+                                         category_rule)
+
+
+def _check_noise_codes() -> None:
+    """The Python noise table must match the C++ enum when the extension exposes it.
+
+    The codes cross the seam as bare integers, so a mismatch would silently change the noise
+    family; the extension may publish its enum as ``_core.NOISE_FAMILIES`` (name -> code).
+    """
+    exported = getattr(_core, "NOISE_FAMILIES", None)
+    if exported is None:
+        return
+    for name, code in dict(exported).items():
+        if NOISE_FAMILIES.get(str(name).lower(), code) != int(code):
+            raise ImportError(f"pgexact: noise code table out of sync with the C++ core for "
+                              f"{name!r}: Python {NOISE_FAMILIES.get(str(name).lower())}, "
+                              f"C++ {int(code)}; rebuild the extension")
+
+
+_check_noise_codes()
+
+
+class PreparedCall:
+    """One validated call into the exact kernels.
+
+    Parameters
+    ----------
+    ensemble : TreeEnsemble
+        The model, one output column.
+    X : numpy.ndarray
+        ``(n, d)`` C-contiguous float64 rows in the model's feature order.
+    sigma : numpy.ndarray
+        ``(d,)`` float64 standard deviations.
+    family : numpy.ndarray
+        ``(d,)`` uint8 noise-family codes (:data:`pgexact._validation.NOISE_FAMILIES`).
+    threads : int
+        OpenMP threads, 0 for all cores.
+
+    Build it with :func:`pgexact._prepare.prepare_call`, which validates everything once.
+    """
+
+    __slots__ = ("ensemble", "X", "sigma", "family", "threads")
+
+    def __init__(self, ensemble: "TreeEnsemble", X: np.ndarray, sigma: np.ndarray,
+                 family: np.ndarray, threads: int) -> None:
+        self.ensemble = ensemble
+        self.X = X
+        self.sigma = sigma
+        self.family = family
+        self.threads = threads
+
+    # -- shape and sub-calls -------------------------------------------------------------------
+    @property
+    def n_rows(self) -> int:
+        """Number of rows."""
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        """Number of features ``d``."""
+        return int(self.ensemble.n_features)
+
+    def rows(self, start: int, stop: int) -> "PreparedCall":
+        """The same call on rows ``start:stop`` (a view: no copy, no new validation)."""
+        return PreparedCall(self.ensemble, self.X[start:stop], self.sigma, self.family,
+                            self.threads)
+
+    def feature_mask(self, features: Any) -> np.ndarray:
+        """``features`` (indices, names or a boolean mask) as the kernels' uint8 mask."""
+        return as_feature_mask(features, self.ensemble, self.n_rows)
+
+    # -- the kernels ---------------------------------------------------------------------------
+    def pg2(self, mask: np.ndarray, *, reference: bool = False) -> np.ndarray:
+        """Exact PG² for a validated uint8 mask, ``(d,)`` or ``(n, d)``; ``(n,)`` float64.
+
+        ``reference=True`` runs the paper's unpruned O(n²) pair walk (kept for benchmarks and
+        as a check on the fast kernel); the values agree up to rounding.
+        """
+        return _core.pg2(self.ensemble._arena, self.X, mask, self.sigma, self.family,
+                         self.threads, reference)
+
+    def pg2_curve(self, ranking: np.ndarray) -> np.ndarray:
+        """PG² of every top-k prefix of a validated int64 ranking, ``(n, d)``."""
+        return _core.pg2_curve(self.ensemble._arena, self.X, ranking, self.n_features,
+                               self.sigma, self.family, self.threads)
+
+    def greedy_rank(self) -> Tuple[np.ndarray, np.ndarray]:
+        """The greedy PG² ranking ``(n, d)`` int64 and the PG² of its prefixes ``(n, d)``."""
+        return _core.greedy_rank(self.ensemble._arena, self.X, self.sigma, self.family,
+                                 self.threads)
+
+    def expected(self, mask: np.ndarray) -> np.ndarray:
+        """Exact ``E[f(x')]`` for a validated uint8 mask, ``(n,)``."""
+        return _core.expected(self.ensemble._arena, self.X, mask, self.sigma, self.family,
+                              self.threads)
+
+    def first_moments(self) -> np.ndarray:
+        """``E[delta_j f(x + delta)]`` per feature with every feature perturbed, ``(n, d)``."""
+        return _core.first_moments(self.ensemble._arena, self.X, self.sigma, self.family,
+                                   self.threads)

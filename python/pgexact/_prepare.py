@@ -1,0 +1,46 @@
+"""The one validation pass of the exact functions: model, rows, sigma, noise and threads.
+
+Every public function that calls the exact kernels starts with :func:`prepare_call` and then
+uses the :class:`~pgexact._kernels.PreparedCall` it returns, so each argument is checked once
+and the C++ core receives exactly the arrays it expects.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ._adapters import load
+from ._kernels import PreparedCall
+from ._validation import as_matrix, as_n_jobs, as_noise
+
+__all__ = ["prepare_call"]
+
+
+def prepare_call(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
+                 n_jobs: Optional[int] = None, output: Optional[int] = None) -> PreparedCall:
+    """Load ``model`` and validate ``X``, ``sigma``, ``noise`` and ``n_jobs`` against it.
+
+    Parameters
+    ----------
+    model : model object, path or TreeEnsemble
+        Anything :func:`pgexact.load` accepts.
+    X : array_like or DataFrame
+        The rows, ``(n, d)``; DataFrame columns are matched by name.
+    sigma : float or array_like, default 0.3
+        Standard deviation of the noise, scalar or ``(d,)``.
+    noise : str, NoiseFamily or sequence, default "normal"
+        The noise family, for all features or one per feature (:mod:`pgexact.noise`).
+    n_jobs : int, optional
+        OpenMP threads; None or -1 for all cores.
+    output : int, optional
+        The model's output column (see :func:`pgexact.load`).
+
+    Returns
+    -------
+    PreparedCall
+        The validated call, ready for the kernels.
+    """
+    ens = load(model, output=output)
+    Xa = as_matrix(X, ens)
+    sig, fam = as_noise(noise, sigma, ens.n_features)
+    return PreparedCall(ens, Xa, sig, fam, as_n_jobs(n_jobs))

@@ -1,0 +1,29 @@
+"""Type aliases of the public signatures (for readers and type checkers; no runtime checks)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, Sequence, Type, Union
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .noise import NoiseFamily
+
+__all__ = ["ArrayLike", "FloatArray", "IntArray", "ModelLike", "NoiseLike", "NoiseName",
+           "SigmaLike"]
+
+#: an XGBoost / LightGBM / scikit-learn model object, a path to a model file, or a
+#: :class:`pgexact.TreeEnsemble` (the libraries are optional, so this cannot be narrower)
+ModelLike = Any
+#: the noise families the exact kernels support, by name
+NoiseName = Literal["normal", "gaussian", "uniform", "laplace"]
+#: a family name or object for every feature, or a sequence with one per feature
+NoiseLike = Union[NoiseName, str, "NoiseFamily", Type["NoiseFamily"],
+                  Sequence[Union[NoiseName, str, "NoiseFamily"]]]
+#: a positive standard deviation, or one per feature
+SigmaLike = Union[float, ArrayLike, None]
+#: float64 results
+FloatArray = NDArray[np.float64]
+#: int64 rankings
+IntArray = NDArray[np.int64]

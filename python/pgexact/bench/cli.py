@@ -1,0 +1,262 @@
+"""Argument parsing of ``pgexact-bench`` and its entry point :func:`main`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from .accuracy import cmd_accuracy
+from .common import PROG, UsageError
+from .conciseness import cmd_conciseness
+from .data import DATASETS
+from .demo import cmd_demo
+from .models import GRID, RECIPES
+from .paper import cmd_paper
+from .ranking import cmd_ranking
+from .speed import cmd_speed
+
+__all__ = ["build_parser", "main", "n_jobs_arg", "positive_float", "positive_int"]
+
+
+def positive_int(s):
+    """argparse type: an integer >= 1."""
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1: {s!r}")
+    return v
+
+
+def n_jobs_arg(s):
+    """argparse type of --n-jobs: a positive integer, or -1 (all cores) -> None."""
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
+    if v == 0 or v < -1:
+        raise argparse.ArgumentTypeError("must be a positive integer or -1 (all cores)")
+    return None if v == -1 else v
+
+
+def positive_float(s):
+    """argparse type: a positive finite float."""
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+    if not (v > 0 and np.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"must be a positive number: {s!r}")
+    return v
+
+
+def _common_options():
+    """Options every subcommand takes: --out, --seed, --n-jobs, --quiet."""
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("common options")
+    group.add_argument("--out", default="pgexact-bench-out", metavar="DIR",
+                       help="directory for results.json and figures (default: %(default)s)")
+    group.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    group.add_argument("--n-jobs", type=n_jobs_arg, default=None, metavar="N",
+                       help="threads for pgexact and the model library (default: all cores)")
+    group.add_argument("--quiet", action="store_true", help="no progress bars or status lines")
+    return common
+
+
+def _data_options():
+    """The data: --dataset or --data/--target, --data-dir, --no-standardise, --samples."""
+    data = argparse.ArgumentParser(add_help=False)
+    group = data.add_argument_group("data")
+    group.add_argument("--dataset", default=None, metavar="NAME",
+                       help=f"{', '.join(DATASETS)} (default: diabetes); wine and housing are read "
+                            "from --data-dir")
+    group.add_argument("--data-dir", default=None, metavar="DIR",
+                       help="directory with winequality_red.csv and california_housing.csv "
+                            "(default: ../shared/datasets next to the repository)")
+    group.add_argument("--data", default=None, metavar="CSV",
+                       help="your own CSV (separator sniffed) instead of --dataset; needs --target")
+    group.add_argument("--target", default=None, metavar="COLUMN", help="target column of --data")
+    group.add_argument("--no-standardise", action="store_true",
+                       help="keep raw feature values (sigma is then in raw units; for a "
+                            "--model-file trained on raw features)")
+    group.add_argument("--samples", type=positive_int, default=None, metavar="N",
+                       help="random (row, S) pairs (accuracy: 200, speed: 50) or test rows "
+                            "(ranking, conciseness: 200)")
+    return data
+
+
+def _model_options():
+    """The model: --model (a paper recipe) or --model-file, --grid-search."""
+    model = argparse.ArgumentParser(add_help=False)
+    group = model.add_argument_group("model")
+    group.add_argument("--model", default="bigger", metavar="KIND",
+                       help="single (1 tree, depth 4) or bigger (40 trees, depth 4), XGBoost, "
+                            "trained on the training split (default: %(default)s)")
+    group.add_argument("--model-file", default=None, metavar="PATH",
+                       help="a saved XGBoost .json/.ubj or LightGBM .txt model instead of --model "
+                            "(its features must be the data's columns, in order)")
+    group.add_argument("--grid-search", action="store_true",
+                       help="choose eta and subsample by 5-fold CV over the paper-style grid "
+                            f"eta {GRID['learning_rate']} x subsample {GRID['subsample']}")
+    return model
+
+
+def _speed_options():
+    """The speed ladder: --mc-iterations, --reference-budget, --max-leaves."""
+    speed = argparse.ArgumentParser(add_help=False)
+    group = speed.add_argument_group("speed")
+    group.add_argument("--mc-iterations", type=positive_int, default=1000, metavar="K",
+                       help="Monte Carlo samples per pair (default: %(default)s)")
+    group.add_argument("--reference-budget", type=positive_float, default=20.0, metavar="SEC",
+                       help="time allowed for the unpruned reference per model; skipped when one "
+                            "pair is predicted to take longer (default: %(default)s)")
+    group.add_argument("--max-leaves", type=positive_int, default=20000, metavar="N",
+                       help="stop the model ladder past this many leaves (default: %(default)s)")
+    return speed
+
+
+def _add_demo(sub, common):
+    """The ``demo`` subcommand."""
+    p = sub.add_parser(
+        "demo", parents=[common],
+        help="exact PGI2 vs Monte Carlo on built-in data (about 10 seconds)",
+        description="Train a 40-tree depth-4 XGBoost regressor on scikit-learn's diabetes data "
+                    "and compare exact PGI2 with Monte Carlo at several sample counts.",
+    )
+    p.add_argument("--rows", type=positive_int, default=100,
+                   help="test rows to evaluate (at most the 89 test rows; default: %(default)s)")
+    p.add_argument("--sigma", type=positive_float, default=0.3,
+                   help="noise standard deviation, in standardised units (default: %(default)s)")
+    p.add_argument("--iterations", type=positive_int, nargs="+", default=[10, 100, 1000],
+                   metavar="K", help="Monte Carlo samples per prefix (default: 10 100 1000)")
+    p.set_defaults(func=cmd_demo)
+
+
+def _add_experiments(sub, common, data, model):
+    """The ``accuracy``, ``ranking`` and ``conciseness`` subcommands."""
+    sigmas = dict(type=positive_float, nargs="+", metavar="S")
+    p = sub.add_parser(
+        "accuracy", parents=[common, data, model],
+        help="NMAE of Monte Carlo vs exact PG2 by iterations; time-matched (paper 4.3)",
+        description="For each noise level and Monte Carlo iteration count: NMAE of Monte Carlo "
+                    "PG2 against the exact value over random (row, S) test pairs with |S| spread "
+                    "evenly over 1..d, time per pair of both, and the iteration count at which "
+                    "Monte Carlo takes as long as the exact computation.",
+    )
+    p.add_argument("--sigma", default=[0.1, 0.3, 1.0], **sigmas,
+                   help="noise standard deviations (default: 0.1 0.3 1.0)")
+    p.add_argument("--iterations", type=positive_int, nargs="+", default=[10, 100, 1000, 10000],
+                   metavar="K", help="Monte Carlo samples per pair (default: 10 100 1000 10000)")
+    p.set_defaults(func=cmd_accuracy)
+
+    p = sub.add_parser(
+        "ranking", parents=[common, data, model],
+        help="mean PGI2 of the greedy PG2 ranking vs SHAP over sigma' (paper 5.1)",
+        description="Mean exact PGI2 over test rows of the greedy PG2 ranking (computed at each "
+                    "--sigma-rank) and of SHAP's ranking, evaluated at each --sigma-eval.",
+    )
+    p.add_argument("--sigma-rank", default=[0.3], **sigmas,
+                   help="noise level(s) of the greedy ranking (default: 0.3)")
+    p.add_argument("--sigma-eval", default=[0.01, 0.03, 0.1, 0.3, 1.0], **sigmas,
+                   help="evaluation noise levels sigma' (default: 0.01 0.03 0.1 0.3 1.0)")
+    p.set_defaults(func=cmd_ranking)
+
+    p = sub.add_parser(
+        "conciseness", parents=[common, data, model],
+        help="entropy of aggregated rankings: SHAP vs greedy PG2 (paper 5.2)",
+        description="Entropy (bits) of the aggregated rankings under the geom, top1, top2 and "
+                    "top3 schemes, for SHAP and for the greedy PG2 ranking at each --sigma.",
+    )
+    p.add_argument("--sigma", default=[0.1, 0.3, 1.0], **sigmas,
+                   help="noise levels of the greedy rankings (default: 0.1 0.3 1.0)")
+    p.set_defaults(func=cmd_conciseness)
+
+
+def _add_speed(sub, common, data, speed):
+    """The ``speed`` subcommand."""
+    p = sub.add_parser(
+        "speed", parents=[common, data, speed],
+        help="exact vs the unpruned O(n^2) reference vs Monte Carlo, 16 to 10,000+ leaves",
+        description="Time per (row, S) pair of pgexact's exact kernel, the paper's unpruned "
+                    "pre-order pair walk and Monte Carlo, over XGBoost models of growing size "
+                    "trained on the chosen data (--model is not used).",
+    )
+    p.set_defaults(func=cmd_speed)
+
+
+def _add_paper(sub, common, speed):
+    """The ``paper`` subcommand."""
+    sigmas = dict(type=positive_float, nargs="+", metavar="S")
+    p = sub.add_parser(
+        "paper", parents=[common, speed],
+        help="all experiments on wine and housing, with REPORT.md",
+        description="accuracy, ranking, conciseness and speed on the wine and California housing "
+                    "data, single-tree and Bigger models; writes results.json, four figures "
+                    "and REPORT.md (next to the paper authors' numbers) into --out. With the "
+                    "defaults and --n-jobs 1 it takes about 5-8 minutes on a busy 2-core machine.",
+    )
+    p.add_argument("--data-dir", default=None, metavar="DIR",
+                   help="directory with winequality_red.csv and california_housing.csv "
+                        "(default: ../shared/datasets next to the repository)")
+    p.add_argument("--grid-search", action="store_true",
+                   help="choose eta and subsample by 5-fold CV (see accuracy --help)")
+    p.add_argument("--samples", type=positive_int, default=1000, metavar="N",
+                   help="(row, S) pairs for accuracy (default: %(default)s)")
+    p.add_argument("--rows", type=positive_int, default=500, metavar="N",
+                   help="test rows for ranking and conciseness, at most the test set "
+                        "(default: %(default)s)")
+    p.add_argument("--speed-samples", type=positive_int, default=30, metavar="N",
+                   help="(row, S) pairs for speed (default: %(default)s)")
+    p.add_argument("--sigma", default=[0.01, 0.03, 0.1, 0.3, 1.0], **sigmas,
+                   help="accuracy noise levels (default: 0.01 0.03 0.1 0.3 1.0)")
+    p.add_argument("--iterations", type=positive_int, nargs="+", default=[10, 100, 1000, 10000],
+                   metavar="K", help="accuracy Monte Carlo samples (default: 10 100 1000 10000)")
+    p.add_argument("--sigma-rank", default=[0.1, 0.3, 1.0], **sigmas,
+                   help="greedy ranking noise levels (default: 0.1 0.3 1.0)")
+    p.add_argument("--sigma-eval", default=[0.01, 0.03, 0.1, 0.3, 1.0], **sigmas,
+                   help="PGI2 evaluation noise levels (default: 0.01 0.03 0.1 0.3 1.0)")
+    p.add_argument("--report-only", action="store_true",
+                   help="only redraw the figures and rewrite REPORT.md from --out/results.json "
+                        "(and --out/NOTES.md, a hand-written reading, when present)")
+    p.set_defaults(func=cmd_paper)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser: one sub-parser per subcommand, shared option groups as parents."""
+    common = _common_options()
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Exact perturbation-gap metrics (PG2, PGI2) for tree ensembles, "
+                    "compared with Monte Carlo.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_demo(sub, common)
+    data, model, speed = _data_options(), _model_options(), _speed_options()
+    _add_experiments(sub, common, data, model)
+    _add_speed(sub, common, data, speed)
+    _add_paper(sub, common, speed)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run ``pgexact-bench`` with ``argv`` (default: the command line); returns the exit code.
+
+    Input a user can fix raises :class:`~pgexact.bench.common.UsageError` inside a subcommand;
+    it becomes a one-line message and exit code 2, like argparse's own errors.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if getattr(args, "model", None) not in (None, *RECIPES):
+            raise UsageError(f"unknown model {args.model!r} (choose from "
+                             f"{', '.join(RECIPES)}, or give --model-file PATH)")
+        return int(args.func(args) or 0)
+    except UsageError as e:
+        parser.exit(2, f"{PROG}: error: {e}\n")
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130

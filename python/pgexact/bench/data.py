@@ -1,0 +1,205 @@
+"""Data for ``pgexact-bench``: the named datasets, a user's CSV, the 80:20 split with
+standardisation, and the rows / (row, S) pairs the experiments evaluate."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .common import UsageError, first_line
+
+__all__ = [
+    "DATASETS", "DATA_FILES", "Dataset", "default_data_dir", "eval_rows", "load_data",
+    "load_named", "random_pairs", "read_table", "split_and_standardise", "standardise_features",
+]
+
+DATASETS = ("diabetes", "friedman", "wine", "housing")
+
+#: the files the paper's datasets are read from (``--data-dir``): name, separator, target,
+#: columns dropped (the paper drops the categorical ``ocean_proximity``)
+DATA_FILES = {
+    "wine": ("winequality_red.csv", ";", "quality", ()),
+    "housing": ("california_housing.csv", ",", "median_house_value", ("ocean_proximity",)),
+}
+
+
+class Dataset:
+    """A standardised 80:20 split: ``Xtr, Xte, ytr, yte`` and the feature names."""
+
+    def __init__(self, name, Xtr, Xte, ytr, yte, names, notes, source):
+        self.name, self.names, self.notes, self.source = name, list(names), list(notes), source
+        self.Xtr, self.Xte, self.ytr, self.yte = Xtr, Xte, ytr, yte
+
+    @property
+    def d(self):
+        """Number of features."""
+        return self.Xtr.shape[1]
+
+    def describe(self):
+        """The dataset's entry in results.json."""
+        return dict(name=self.name, source=self.source, n_train=int(self.Xtr.shape[0]),
+                    n_test=int(self.Xte.shape[0]), n_features=self.d, feature_names=self.names,
+                    notes=self.notes)
+
+
+def default_data_dir():
+    """``../shared/datasets`` next to the repository (or the working directory), if present."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    # python/pgexact/bench -> the repository root
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(here)))
+    for base in (repo, os.getcwd()):
+        cand = os.path.normpath(os.path.join(base, "..", "shared", "datasets"))
+        if os.path.isdir(cand):
+            return cand
+    return None
+
+
+def read_table(path, *, sep, target, drop=(), what="--data"):
+    """Read a CSV into (X float64, y float64, names, notes); problems become UsageError."""
+    import pandas as pd
+
+    if not os.path.isfile(path):
+        raise UsageError(f"{what}: file not found: {path}")
+    try:
+        if sep is None:  # sniff ',' / ';' / tab from the file itself
+            df = pd.read_csv(path, sep=None, engine="python")
+        else:
+            df = pd.read_csv(path, sep=sep)
+    except Exception as e:  # noqa: BLE001 - any parse problem is the user's file
+        raise UsageError(f"{what}: cannot read {path}: {first_line(e)}") from None
+    df.columns = [str(c).strip() for c in df.columns]
+    if target not in df.columns:
+        cols = ", ".join(df.columns[:12]) + (", ..." if len(df.columns) > 12 else "")
+        raise UsageError(f"--target: no column {target!r} in {path} (columns: {cols})")
+    notes = []
+    y = pd.to_numeric(df.pop(target), errors="coerce")
+    if not y.notna().any():
+        raise UsageError(f"--target: column {target!r} in {path} is not numeric")
+    if y.isna().any():
+        notes.append(f"dropped {int(y.isna().sum())} rows with a missing or non-numeric "
+                     f"{target!r}")
+        keep = y.notna().to_numpy()
+        df, y = df[keep], y[keep]
+    df = df.drop(columns=[c for c in drop if c in df.columns])
+    dropped = [c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])]
+    if dropped:
+        df = df.drop(columns=dropped)
+        notes.append("dropped non-numeric columns: " + ", ".join(dropped))
+    if df.shape[1] == 0:
+        raise UsageError(f"{what}: {path} has no numeric feature columns besides {target!r}")
+    if len(df) < 10:
+        raise UsageError(f"{what}: {path} has only {len(df)} usable rows (need at least 10)")
+    X = df.to_numpy(dtype=np.float64)
+    return X, y.to_numpy(dtype=np.float64), list(df.columns), notes
+
+
+def standardise_features(Xtr, Xte):
+    """``(Xtr, Xte)`` standardised with the training rows' mean and standard deviation.
+
+    NaN (a missing value) is ignored in the statistics and stays NaN; a constant or all-missing
+    column is only shifted, not divided by zero.
+    """
+    with np.errstate(all="ignore"):
+        mu, sd = np.nanmean(Xtr, axis=0), np.nanstd(Xtr, axis=0)
+    mu = np.where(np.isfinite(mu), mu, 0.0)
+    sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
+    return (Xtr - mu) / sd, (Xte - mu) / sd
+
+
+def split_and_standardise(name, X, y, names, notes, source, *, seed, standardise=True):
+    """80:20 split; features standardised with the training rows' mean and std (NaN kept)."""
+    from sklearn.model_selection import train_test_split
+
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=seed)
+    if standardise:
+        Xtr, Xte = standardise_features(Xtr, Xte)
+    else:
+        notes = list(notes) + ["features not standardised (--no-standardise)"]
+    return Dataset(name, np.ascontiguousarray(Xtr), np.ascontiguousarray(Xte), ytr, yte, names,
+                   notes, source)
+
+
+def load_named(name, data_dir, *, seed, standardise=True, keep_missing=False):
+    """One of DATASETS, split and standardised.
+
+    ``keep_missing``: keep housing's rows with a missing ``total_bedrooms`` (NaN, routed by the
+    model's default direction) instead of dropping them as the paper does.
+    """
+    if name not in DATASETS:
+        raise UsageError(f"unknown dataset {name!r} (choose from {', '.join(DATASETS)}, or give "
+                         "--data CSV --target COLUMN)")
+    if name == "diabetes":
+        from sklearn.datasets import load_diabetes
+
+        raw = load_diabetes()
+        X, y = np.asarray(raw.data, dtype=np.float64), np.asarray(raw.target, dtype=np.float64)
+        return split_and_standardise(name, X, y, list(raw.feature_names), [],
+                                     "sklearn.datasets.load_diabetes", seed=seed,
+                                     standardise=standardise)
+    if name == "friedman":
+        from sklearn.datasets import make_friedman1
+
+        X, y = make_friedman1(n_samples=2000, n_features=10, noise=1.0, random_state=seed)
+        return split_and_standardise(
+            name, X, y, [f"x{i}" for i in range(10)],
+            ["2,000 rows of make_friedman1 (10 features, 5 informative, noise 1.0)"],
+            "sklearn.datasets.make_friedman1", seed=seed, standardise=standardise)
+    data_dir = data_dir or default_data_dir()
+    if not data_dir:
+        raise UsageError(f"dataset {name!r} needs --data-dir (the directory holding "
+                         f"{DATA_FILES[name][0]}); ../shared/datasets was not found")
+    if not os.path.isdir(data_dir):
+        raise UsageError(f"--data-dir: not a directory: {data_dir}")
+    fname, sep, target, drop = DATA_FILES[name]
+    path = os.path.join(data_dir, fname)
+    X, y, names, notes = read_table(path, sep=sep, target=target, drop=drop, what="--data-dir")
+    if name == "housing":
+        bad = np.isnan(X).any(axis=1)
+        if bad.any() and not keep_missing:
+            cols = [names[j] for j in np.flatnonzero(np.isnan(X).any(axis=0))]
+            notes.append(f"dropped {int(bad.sum())} rows with a missing {', '.join(cols)} "
+                         f"({int((~bad).sum()):,} rows left); not imputed")
+            X, y = X[~bad], y[~bad]
+        notes.append("dropped the categorical ocean_proximity (as the paper)")
+    return split_and_standardise(name, X, y, names, notes, path, seed=seed,
+                                 standardise=standardise)
+
+
+def load_data(args):
+    """The data chosen by --dataset / --data --target."""
+    csv = getattr(args, "data", None)
+    if csv is not None:
+        if args.dataset is not None:
+            raise UsageError("give either --dataset or --data, not both")
+        if not args.target:
+            raise UsageError("--data needs --target COLUMN")
+        X, y, names, notes = read_table(csv, sep=None, target=args.target)
+        return split_and_standardise(os.path.splitext(os.path.basename(csv))[0], X, y, names,
+                                     notes, os.path.abspath(csv), seed=args.seed,
+                                     standardise=not args.no_standardise)
+    if getattr(args, "target", None):
+        raise UsageError("--target goes with --data CSV")
+    return load_named(args.dataset or "diabetes", args.data_dir, seed=args.seed,
+                      standardise=not args.no_standardise)
+
+
+def eval_rows(data, n, seed):
+    """Up to ``n`` test rows, a random subset in their original order (None: all)."""
+    Xte = data.Xte
+    if n is None or n >= Xte.shape[0]:
+        return Xte
+    rng = np.random.default_rng(seed)
+    return np.ascontiguousarray(Xte[np.sort(rng.choice(Xte.shape[0], n, replace=False))])
+
+
+def random_pairs(X, n_pairs, seed):
+    """``n_pairs`` random (row, S): rows with replacement, |S| spread evenly over 1..d."""
+    rng = np.random.default_rng(seed)
+    n, d = X.shape
+    rows = rng.integers(0, n, n_pairs)
+    sizes = rng.permutation(np.arange(n_pairs) % d + 1)
+    mask = np.zeros((n_pairs, d), dtype=bool)
+    for i, s in enumerate(sizes):
+        mask[i, rng.choice(d, s, replace=False)] = True
+    return np.ascontiguousarray(X[rows]), mask
