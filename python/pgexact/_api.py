@@ -6,7 +6,7 @@ the kernels through the resulting :class:`~pgexact._kernels.PreparedCall`.
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Optional, Tuple, cast
 
 import numpy as np
 
@@ -114,7 +114,7 @@ def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
     rk, curve = _resolve_ranking(call, ranking, attributions)
     if curve is None:
         curve = call.pg2_curve(rk)
-    return curve.mean(axis=1)
+    return cast(FloatArray, curve.mean(axis=1))
 
 
 def pgu2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
@@ -136,7 +136,7 @@ def pgu2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
     call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
     rk, _ = _resolve_ranking(call, ranking, attributions)
     reverse = np.ascontiguousarray(rk[..., ::-1])
-    return call.pg2_curve(reverse).mean(axis=1)
+    return cast(FloatArray, call.pg2_curve(reverse).mean(axis=1))
 
 
 def rank_with_curve(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3,

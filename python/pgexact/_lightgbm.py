@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -34,7 +34,7 @@ def is_lightgbm(model: Any) -> bool:
     return hasattr(model, "model_to_string") or any(c.__name__ == "LGBMModel" for c in type(model).__mro__)
 
 
-def _feature_names(meta: dict) -> Optional[List[str]]:
+def _feature_names(meta: Dict[str, Any]) -> Optional[List[str]]:
     names = list(meta.get("feature_names") or [])
     if not names:
         return None
@@ -44,7 +44,7 @@ def _feature_names(meta: dict) -> Optional[List[str]]:
     return names
 
 
-def _refuse_pandas_categorical(meta: dict) -> None:
+def _refuse_pandas_categorical(meta: Dict[str, Any]) -> None:
     """LightGBM maps pandas category values to codes inside predict(DataFrame); pgexact reads the
     values as numbers, so its routing would silently differ. Refuse such models."""
     raw = (meta.get("pandas_categorical") or "").strip()
@@ -131,9 +131,9 @@ def lightgbm_target(model: Any, output: Optional[int], n_jobs: Optional[int]) ->
     """
     booster = _booster_of(model)
     kwargs = {"raw_score": True, "num_threads": n_threads(n_jobs)}
-    names: Optional[List[str]] = list(booster.feature_name())
-    if names == [f"Column_{i}" for i in range(len(names))]:
-        names = None  # LightGBM's automatic names: the model was trained without names
+    given = list(booster.feature_name())
+    # LightGBM's automatic names Column_0, ... mean the model was trained without names
+    names = None if given == [f"Column_{i}" for i in range(len(given))] else given
 
     def predict(X: np.ndarray) -> np.ndarray:
         return select_output(booster.predict(X, **kwargs), output, "LightGBM predict")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, cast
 
 import numpy as np
 
@@ -66,4 +66,4 @@ def infidelity(model: ModelLike, X: ArrayLike, attributions: ArrayLike, *,
     moments = call.first_moments()
     sig = call.sigma
     out = (a * a) @ (sig * sig) - 2.0 * np.einsum("ij,ij->i", a, moments) + pg2_all
-    return np.maximum(out, 0.0)
+    return cast(FloatArray, np.maximum(out, 0.0))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 import numpy as np
 
@@ -142,7 +142,7 @@ def _gb_base(model: Any, K: int) -> np.ndarray:
             "predicts different values for different rows; pgexact needs a constant initial prediction "
             "(the default init, a Dummy* estimator, or init='zero')"
         )
-    return raw[0].copy()
+    return cast(np.ndarray, raw[0].copy())
 
 
 def _gb_ensemble(model: Any, output: Optional[int], source: str) -> TreeEnsemble:
@@ -172,7 +172,7 @@ def _bits_to_words(left: np.ndarray) -> np.ndarray:
     """bool array over 0..32W-1 -> W uint32 words, bit c of word c // 32 = entry c."""
     n_words = len(left) // 32
     bits = left.reshape(n_words, 32).astype(np.uint64)
-    return (bits << np.arange(32, dtype=np.uint64)).sum(axis=1).astype(np.uint32)
+    return cast(np.ndarray, (bits << np.arange(32, dtype=np.uint64)).sum(axis=1).astype(np.uint32))
 
 
 def _in_bitset(words: np.ndarray, c: int) -> bool:
@@ -240,7 +240,7 @@ def _hist_tree(predictor: Any, cats: _HistCategories) -> Dict[str, Any]:
     leaf = np.asarray(nodes["is_leaf"], dtype=bool)
     remapped = np.asarray(nodes["feature_idx"], dtype=np.int64)
     feature = np.where(leaf, 0, cats.original[np.where(leaf, 0, remapped)])
-    out = {
+    out: Dict[str, Any] = {
         "children_left": np.where(leaf, -1, np.asarray(nodes["left"], dtype=np.int64)),
         "children_right": np.where(leaf, -1, np.asarray(nodes["right"], dtype=np.int64)),
         "feature": feature,

@@ -7,14 +7,26 @@ uint8 arrays) or raises ``ValueError`` / ``TypeError`` naming the argument and w
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
+from typing import Any, List, Optional, Protocol, Tuple, Union
 
 import numpy as np
 
 from . import noise as _noise
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .ensemble import TreeEnsemble
+
+class Columns(Protocol):
+    """What the checkers need of a model: its column count and names.
+
+    A :class:`~pgexact.TreeEnsemble` for the exact functions, a Monte Carlo
+    :class:`~pgexact._target.Target` for the estimators.
+    """
+
+    @property
+    def n_features(self) -> Any: ...
+
+    @property
+    def feature_names(self) -> Optional[List[str]]: ...
+
 
 #: family name -> the code the C++ kernels use; the codes live on the noise classes
 #: (``Normal.code`` ...), and :mod:`pgexact._kernels` checks them against the C++ enum
@@ -25,7 +37,7 @@ def _is_dataframe(X: Any) -> bool:
     return hasattr(X, "columns") and hasattr(X, "to_numpy") and hasattr(X, "iloc")
 
 
-def as_matrix(X: Any, ensemble: "TreeEnsemble", name: str = "X") -> np.ndarray:
+def as_matrix(X: Any, ensemble: "Columns", name: str = "X") -> np.ndarray:
     """Rows as a C-contiguous float64 (n, d) array, DataFrame columns matched by name."""
     d = ensemble.n_features
     if _is_dataframe(X):
@@ -163,7 +175,7 @@ def as_noise(noise: Any, sigma: Any, d: int) -> Tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(sig), codes
 
 
-def _feature_index(f: Any, ensemble: "TreeEnsemble", name: str) -> int:
+def _feature_index(f: Any, ensemble: "Columns", name: str) -> int:
     d = ensemble.n_features
     if isinstance(f, (bool, np.bool_)):
         raise TypeError(f"{name}: expected feature indices or names, got a boolean {f!r}")
@@ -185,7 +197,7 @@ def _feature_index(f: Any, ensemble: "TreeEnsemble", name: str) -> int:
     raise TypeError(f"{name}: expected feature indices or names, got {type(f).__name__}")
 
 
-def as_feature_mask(features: Any, ensemble: "TreeEnsemble", n_rows: int) -> np.ndarray:
+def as_feature_mask(features: Any, ensemble: "Columns", n_rows: int) -> np.ndarray:
     """A (d,) or (n, d) uint8 mask from indices, names or a boolean mask."""
     d = ensemble.n_features
     if features is None:
@@ -399,9 +411,9 @@ def as_sigma_list(values: Any, name: str) -> Tuple[float, ...]:
         raise TypeError(f"{name}: expected a positive float or a sequence of them") from None
     if np.asarray(values).dtype == np.bool_:
         raise TypeError(f"{name}: expected positive floats, got booleans")
-    arr = arr.reshape(-1) if arr.ndim <= 1 else None
-    if arr is None:
+    if arr.ndim > 1:
         raise ValueError(f"{name}: expected a scalar or a 1-D sequence of scalars")
+    arr = arr.reshape(-1)
     if arr.size == 0:
         raise ValueError(f"{name}: expected at least one value")
     if not np.all(np.isfinite(arr)) or not np.all(arr > 0):

@@ -7,7 +7,7 @@ which iterations the library itself predicts with.
 from __future__ import annotations
 
 import json
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -44,7 +44,7 @@ def booster_and_iterations(model: Any) -> Tuple[Any, int]:
 
 
 def xgboost_ensemble(raw: bytes, output: Optional[int], n_iterations: int, source: str,
-                     names: Optional[List[str]] = None) -> Tuple[TreeEnsemble, Any, dict]:
+                     names: Optional[List[str]] = None) -> Tuple[TreeEnsemble, Any, Dict[str, Any]]:
     """Parse XGBoost JSON / UBJSON bytes into the ensemble of one output column."""
     full, meta = _kernels.parse_xgboost_json(raw, n_iterations)
     k = as_output(output, full.n_outputs, "XGBoost model")
@@ -65,7 +65,7 @@ def _check_against_xgboost(ens: TreeEnsemble, booster: Any, n_iterations: int) -
     cats = [j for j, t in enumerate(booster.feature_types or []) if t == "c"]
     if cats:
         probe[:, cats] = np.abs(np.round(probe[:, cats]))
-    kwargs = {"output_margin": True, "validate_features": False}
+    kwargs: Dict[str, Any] = {"output_margin": True, "validate_features": False}
     if n_iterations >= 0:
         kwargs["iteration_range"] = (0, n_iterations)
     dm = xgb.DMatrix(probe, feature_types=booster.feature_types, enable_categorical=bool(cats))

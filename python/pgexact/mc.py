@@ -34,6 +34,7 @@ numbers), so ``pg2(S = top-k)`` and column ``k`` of ``pg2_curve`` agree for the 
 from __future__ import annotations
 
 import numbers
+from typing import Any, Callable, Dict, Optional, Tuple, Union, cast
 
 import numpy as np
 
@@ -41,9 +42,13 @@ from . import _validation as _v
 from ._adapters import predictor
 from ._api import rank
 from ._target import Target
+from ._typing import ArrayLike, FloatArray, ModelLike, NoiseLike, SigmaLike
 from .noise import Sampler
 
 __all__ = ["pg2", "pg2_curve", "pgi2", "pgu2", "pgi", "pgu"]
+
+#: an estimate per row, or ``(estimate, standard error)`` with ``return_se=True``
+Estimate = Union[FloatArray, Tuple[FloatArray, FloatArray]]
 
 #: upper bound on the rows sent to one predict call
 _MAX_ROWS_PER_CALL = 2_000_000
@@ -56,12 +61,14 @@ _MAX_ELEMENTS_PER_CALL = 8_000_000
 # --------------------------------------------------------------------------------------------
 
 
-def _resolve(model, output=None, n_jobs=None) -> Target:
+def _resolve(model: ModelLike, output: Optional[int] = None,
+             n_jobs: Optional[int] = None) -> Target:
     """The model's :class:`~pgexact._target.Target` (see :func:`pgexact._adapters.predictor`)."""
     return predictor(model, output, n_jobs)
 
 
-def _raw_predictor(model, output=None, *, n_jobs=None):
+def _raw_predictor(model: ModelLike, output: Optional[int] = None, *,
+                   n_jobs: Optional[int] = None) -> Callable[[np.ndarray], np.ndarray]:
     """Return ``predict(X) -> (m,) float64``, the raw output column ``output`` of ``model``.
 
     Uses the library's own batched predict for XGBoost / LightGBM / scikit-learn objects
@@ -78,7 +85,7 @@ def _raw_predictor(model, output=None, *, n_jobs=None):
 # --------------------------------------------------------------------------------------------
 
 
-def _check_n_samples(n_samples) -> int:
+def _check_n_samples(n_samples: Any) -> int:
     if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral):
         raise TypeError(f"n_samples: expected a positive integer, got {n_samples!r}")
     if n_samples < 1:
@@ -86,7 +93,8 @@ def _check_n_samples(n_samples) -> int:
     return int(n_samples)
 
 
-def _as_ranking(ranking, attributions, n, d) -> np.ndarray | None:
+def _as_ranking(ranking: Optional[ArrayLike], attributions: Optional[ArrayLike], n: int,
+                d: int) -> Optional[np.ndarray]:
     """(n, d) or (1, d) int64 ranking, or None when neither argument is given."""
     if ranking is not None and attributions is not None:
         raise ValueError("ranking: give either ranking or attributions, not both")
@@ -97,15 +105,15 @@ def _as_ranking(ranking, attributions, n, d) -> np.ndarray | None:
     return _v.as_ranking(ranking, d, n).reshape(-1, d)
 
 
-def _prefix_masks(ranking, bottom) -> np.ndarray:
+def _prefix_masks(ranking: np.ndarray, bottom: bool) -> np.ndarray:
     """(n, d, d) bool: masks[i, k-1] = top-k (or bottom-k) features of ranking[i]."""
     m, d = ranking.shape
     pos = np.empty_like(ranking)
     np.put_along_axis(pos, ranking, np.arange(d)[None, :], axis=1)  # pos[i, j] = rank of j
     k = np.arange(1, d + 1)[:, None]  # (d, 1)
     if bottom:
-        return pos[:, None, :] >= (d - k)[None]
-    return pos[:, None, :] < k[None]
+        return cast(np.ndarray, pos[:, None, :] >= (d - k)[None])
+    return cast(np.ndarray, pos[:, None, :] < k[None])
 
 
 # --------------------------------------------------------------------------------------------
@@ -116,11 +124,11 @@ def _prefix_masks(ranking, bottom) -> np.ndarray:
 class _Moments:
     """Running count / mean / M2 (Chan et al.) over the sample axis."""
 
-    def __init__(self, shape):
+    def __init__(self, shape: Tuple[int, ...]) -> None:
         self.mean = np.zeros(shape)
         self.m2 = np.zeros(shape)
 
-    def add(self, sl, values, na):
+    def add(self, sl: slice, values: np.ndarray, na: int) -> None:
         """Merge ``values`` (shape ``mean[sl].shape + (k,)``) into cells that hold ``na``."""
         k = values.shape[-1]
         mb = values.mean(axis=-1)
@@ -133,13 +141,14 @@ class _Moments:
             self.mean[sl] += delta * (k / tot)
             self.m2[sl] += m2b + delta**2 * (na * k / tot)
 
-    def se(self, n):
+    def se(self, n: int) -> np.ndarray:
         if n < 2:
             return np.full(self.mean.shape, np.nan)
         return np.sqrt(self.m2 / (n - 1) / n)
 
 
-def _simulate(target, X, masks, sigma, noise, n_samples):
+def _simulate(target: Target, X: np.ndarray, masks: np.ndarray, sigma: np.ndarray,
+              noise: Sampler, n_samples: int) -> Dict[str, np.ndarray]:
     """Monte Carlo moments of the prediction gap.
 
     masks: (n or 1, P, d) bool.  Returns a dict of (n, P) arrays ``sq``/``sq_se``/``ab``/
@@ -195,7 +204,9 @@ def _simulate(target, X, masks, sigma, noise, n_samples):
     )
 
 
-def _setup(model, X, sigma, noise, n_samples, seed, output, n_jobs):
+def _setup(model: ModelLike, X: ArrayLike, sigma: SigmaLike, noise: NoiseLike, n_samples: int,
+           seed: Optional[int], output: Optional[int], n_jobs: Optional[int]
+           ) -> Tuple[Target, np.ndarray, np.ndarray, Sampler, int]:
     target = _resolve(model, output, n_jobs)
     A = _v.as_matrix(X, target)
     d = A.shape[1]
@@ -204,7 +215,9 @@ def _setup(model, X, sigma, noise, n_samples, seed, output, n_jobs):
     return target, A, sig, Sampler(codes, seed), K
 
 
-def _ranking_for(target, A, ranking, attributions, sigma, noise, output, n_jobs):
+def _ranking_for(target: Target, A: np.ndarray, ranking: Optional[ArrayLike],
+                 attributions: Optional[ArrayLike], sigma: SigmaLike, noise: NoiseLike,
+                 output: Optional[int], n_jobs: Optional[int]) -> np.ndarray:
     n, d = A.shape
     r = _as_ranking(ranking, attributions, n, d)
     if r is None:  # the greedy exact ranking, as in pgexact.pgi2
@@ -213,7 +226,7 @@ def _ranking_for(target, A, ranking, attributions, sigma, noise, output, n_jobs)
     return r
 
 
-def _ret(value, se, return_se):
+def _ret(value: np.ndarray, se: np.ndarray, return_se: bool) -> Estimate:
     return (value, se) if return_se else value
 
 
@@ -222,8 +235,10 @@ def _ret(value, se, return_se):
 # --------------------------------------------------------------------------------------------
 
 
-def pg2(model, X, features, *, sigma=0.3, noise="normal", output=None, n_samples=1000, seed=0,
-        return_se=False, n_jobs=None):
+def pg2(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike = 0.3,
+        noise: NoiseLike = "normal", output: Optional[int] = None, n_samples: int = 1000,
+        seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None
+        ) -> Estimate:
     """Monte Carlo estimate of ``PG2(x, S) = E[(f(x') - f(x))^2]`` for each row of ``X``.
 
     ``features``: indices or names (the same ``S`` for every row), or a boolean mask of shape
@@ -237,15 +252,19 @@ def pg2(model, X, features, *, sigma=0.3, noise="normal", output=None, n_samples
     return _ret(r["sq"][:, 0], r["sq_se"][:, 0], return_se)
 
 
-def _curve_stats(model, X, ranking, attributions, sigma, noise, output, n_samples, seed, n_jobs,
-                 bottom):
+def _curve_stats(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike],
+                 attributions: Optional[ArrayLike], sigma: SigmaLike, noise: NoiseLike,
+                 output: Optional[int], n_samples: int, seed: Optional[int],
+                 n_jobs: Optional[int], bottom: bool) -> Dict[str, np.ndarray]:
     target, A, s, rng, K = _setup(model, X, sigma, noise, n_samples, seed, output, n_jobs)
     r = _ranking_for(target, A, ranking, attributions, sigma, noise, output, n_jobs)
     return _simulate(target, A, _prefix_masks(r, bottom), s, rng, K)
 
 
-def pg2_curve(model, X, ranking, *, sigma=0.3, noise="normal", output=None, n_samples=1000,
-              seed=0, return_se=False, n_jobs=None):
+def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: SigmaLike = 0.3,
+              noise: NoiseLike = "normal", output: Optional[int] = None,
+              n_samples: int = 1000, seed: Optional[int] = 0, return_se: bool = False,
+              n_jobs: Optional[int] = None) -> Estimate:
     """Monte Carlo ``PG2`` of every top-k prefix of ``ranking``: ``(n, d)``, column ``k-1``
     is ``S = ranking[:k]``.  ``ranking`` is a ``(d,)`` or ``(n, d)`` permutation."""
     if ranking is None:
@@ -255,15 +274,20 @@ def pg2_curve(model, X, ranking, *, sigma=0.3, noise="normal", output=None, n_sa
     return _ret(r["sq"], r["sq_se"], return_se)
 
 
-def _averaged(model, X, ranking, attributions, sigma, noise, output, n_samples, seed, return_se,
-              n_jobs, bottom, key):
+def _averaged(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike],
+              attributions: Optional[ArrayLike], sigma: SigmaLike, noise: NoiseLike,
+              output: Optional[int], n_samples: int, seed: Optional[int], return_se: bool,
+              n_jobs: Optional[int], bottom: bool, key: str) -> Estimate:
     r = _curve_stats(model, X, ranking, attributions, sigma, noise, output, n_samples, seed,
                      n_jobs, bottom)
     return _ret(r[key], r[key + "_se"], return_se)
 
 
-def pgi2(model, X, ranking=None, *, attributions=None, sigma=0.3, noise="normal", output=None,
-         n_samples=1000, seed=0, return_se=False, n_jobs=None):
+def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
+         attributions: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
+         noise: NoiseLike = "normal", output: Optional[int] = None, n_samples: int = 1000,
+         seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None
+         ) -> Estimate:
     """Monte Carlo ``PGI2``: the mean of ``PG2`` over the top-k prefixes, k = 1..d.
 
     The ranking is ``ranking`` (``(d,)`` or ``(n, d)``), or ``argsort(-|attributions|)``
@@ -273,22 +297,31 @@ def pgi2(model, X, ranking=None, *, attributions=None, sigma=0.3, noise="normal"
                      return_se, n_jobs, False, "sq_avg")
 
 
-def pgu2(model, X, ranking=None, *, attributions=None, sigma=0.3, noise="normal", output=None,
-         n_samples=1000, seed=0, return_se=False, n_jobs=None):
+def pgu2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
+         attributions: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
+         noise: NoiseLike = "normal", output: Optional[int] = None, n_samples: int = 1000,
+         seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None
+         ) -> Estimate:
     """Monte Carlo ``PGU2``: the mean of ``PG2`` over the bottom-k sets, k = 1..d."""
     return _averaged(model, X, ranking, attributions, sigma, noise, output, n_samples, seed,
                      return_se, n_jobs, True, "sq_avg")
 
 
-def pgi(model, X, ranking=None, *, attributions=None, sigma=0.3, noise="normal", output=None,
-        n_samples=1000, seed=0, return_se=False, n_jobs=None):
+def pgi(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
+        attributions: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
+        noise: NoiseLike = "normal", output: Optional[int] = None, n_samples: int = 1000,
+        seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None
+        ) -> Estimate:
     """Monte Carlo ``PGI``: the mean over the top-k prefixes of ``E|f(x') - f(x)|``."""
     return _averaged(model, X, ranking, attributions, sigma, noise, output, n_samples, seed,
                      return_se, n_jobs, False, "ab_avg")
 
 
-def pgu(model, X, ranking=None, *, attributions=None, sigma=0.3, noise="normal", output=None,
-        n_samples=1000, seed=0, return_se=False, n_jobs=None):
+def pgu(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
+        attributions: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
+        noise: NoiseLike = "normal", output: Optional[int] = None, n_samples: int = 1000,
+        seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None
+        ) -> Estimate:
     """Monte Carlo ``PGU``: the mean over the bottom-k sets of ``E|f(x') - f(x)|``."""
     return _averaged(model, X, ranking, attributions, sigma, noise, output, n_samples, seed,
                      return_se, n_jobs, True, "ab_avg")

@@ -29,7 +29,7 @@ Arbitrary user CDFs are not supported: passing any other object raises ``TypeErr
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import numpy as np
 
@@ -128,12 +128,12 @@ class NoiseFamily:
         if self._sigma is None:
             return f"pgexact.noise.{type(self).__name__}()"
         s = self.sigma
-        return f"pgexact.noise.{type(self).__name__}(sigma={s if isinstance(s, float) else list(s)!r})"
+        return f"pgexact.noise.{type(self).__name__}(sigma={s if isinstance(s, float) else list(self._sigma)!r})"
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        a, b = self._sigma, other._sigma  # type: ignore[attr-defined]
+        a, b = self._sigma, other._sigma
         if a is None or b is None:
             return a is None and b is None
         return a.shape == b.shape and bool(np.all(a == b))
@@ -154,7 +154,7 @@ class Normal(NoiseFamily):
         return 0.5 * np.asarray(_erfc(-z / _SQRT2), dtype=np.float64)
 
     def sample(self, rng: np.random.Generator, shape: Any) -> np.ndarray:
-        return rng.standard_normal(shape)
+        return cast(np.ndarray, rng.standard_normal(shape))
 
 
 class Uniform(NoiseFamily):
@@ -236,4 +236,4 @@ class Sampler:
             u = self.aux.random(shape)
             for family, mask in self.by_uniform:
                 z[..., mask] = family.from_uniform(u[..., mask])
-        return z
+        return cast(np.ndarray, z)

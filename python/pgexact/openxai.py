@@ -34,7 +34,7 @@ or ``-1``. Here ``k`` may also be ``1.0`` (all d features) or an integer ``1..d`
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import numpy as np
 
@@ -52,7 +52,7 @@ def _trapezoid_auc(values: np.ndarray) -> np.ndarray:
     K = values.shape[1]
     if K == 1:
         return values[:, 0].copy()
-    return (values[:, :-1] + values[:, 1:]).sum(axis=1) / (2.0 * (K - 1))
+    return cast(np.ndarray, (values[:, :-1] + values[:, 1:]).sum(axis=1) / (2.0 * (K - 1)))
 
 
 def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, noise: Any,

@@ -3,41 +3,43 @@ random (row, S) pairs, per noise level and iteration count, and at equal time.""
 
 from __future__ import annotations
 
+from typing import Any, Optional, Sequence, Tuple
+
 import numpy as np
 
 import pgexact
 from pgexact import mc, metrics
 
-from .common import (bar, best_time, echo, finish_command, fmt_time, require_matplotlib,
-                     text_table)
-from .models import model_line, prepare_setup
+from .common import (Args, Json, bar, best_time, echo, finish_command, fmt_time,
+                     require_matplotlib, text_table)
 from .data import random_pairs
+from .models import Setup, model_line, prepare_setup
 
 __all__ = ["accuracy_tables", "cmd_accuracy", "matched_iterations", "plot_accuracy",
            "run_accuracy"]
 
 
-def matched_iterations(ks, times, target):
+def matched_iterations(ks: Sequence[int], times: Sequence[float], target: float) -> int:
     """Iterations at which Monte Carlo takes ``target`` seconds: piecewise linear in k through
     the measured (k, time) points, extended linearly past either end; at least 1."""
-    ks = np.asarray(ks, dtype=np.float64)
-    ts = np.asarray(times, dtype=np.float64)
-    order = np.argsort(ks)
-    ks, ts = ks[order], ts[order]
-    if len(ks) == 1:
-        k = ks[0] * target / ts[0]
-    elif target <= ts[0]:
-        slope = max((ts[1] - ts[0]) / (ks[1] - ks[0]), 1e-300)
-        k = ks[0] - (ts[0] - target) / slope
-    elif target >= ts[-1]:
-        slope = max((ts[-1] - ts[-2]) / (ks[-1] - ks[-2]), 1e-300)
-        k = ks[-1] + (target - ts[-1]) / slope
+    order = np.argsort(np.asarray(ks, dtype=np.float64))
+    k_sorted = np.asarray(ks, dtype=np.float64)[order]
+    t_sorted = np.asarray(times, dtype=np.float64)[order]
+    if len(k_sorted) == 1:
+        k = k_sorted[0] * target / t_sorted[0]
+    elif target <= t_sorted[0]:
+        slope = max((t_sorted[1] - t_sorted[0]) / (k_sorted[1] - k_sorted[0]), 1e-300)
+        k = k_sorted[0] - (t_sorted[0] - target) / slope
+    elif target >= t_sorted[-1]:
+        slope = max((t_sorted[-1] - t_sorted[-2]) / (k_sorted[-1] - k_sorted[-2]), 1e-300)
+        k = k_sorted[-1] + (target - t_sorted[-1]) / slope
     else:
-        k = float(np.interp(target, np.maximum.accumulate(ts), ks))
+        k = float(np.interp(target, np.maximum.accumulate(t_sorted), k_sorted))
     return int(min(max(round(k), 1), 10_000_000))
 
 
-def run_accuracy(args, setup, sigmas, iterations, n_pairs):
+def run_accuracy(args: Args, setup: Setup, sigmas: Sequence[float],
+                 iterations: Sequence[int], n_pairs: int) -> Json:
     """NMAE of Monte Carlo vs exact PG² over random (row, S) pairs; times per pair."""
     Xp, mask = random_pairs(setup.data.Xte, n_pairs, args.seed)
     N = Xp.shape[0]
@@ -79,7 +81,7 @@ def run_accuracy(args, setup, sigmas, iterations, n_pairs):
                 sigmas=list(sigmas), rows=rows, time_matched=matched)
 
 
-def accuracy_tables(res):
+def accuracy_tables(res: Json) -> Tuple[str, str]:
     """The two printed tables: by iteration count, and at equal time."""
     out = []
     for r in res["rows"]:
@@ -97,7 +99,7 @@ def accuracy_tables(res):
     return t1, t2
 
 
-def plot_accuracy(ax, res, title, reference=None):
+def plot_accuracy(ax: Any, res: Json, title: str, reference: Optional[Json] = None) -> None:
     """NMAE against iterations per sigma (stars: time-matched; dashed: the authors' MC)."""
     colors = {}
     for s in res["sigmas"]:
@@ -123,7 +125,7 @@ def plot_accuracy(ax, res, title, reference=None):
               title_fontsize=7)
 
 
-def cmd_accuracy(args) -> int:
+def cmd_accuracy(args: Args) -> int:
     """The ``accuracy`` subcommand: run, print both tables, write the figure and JSON."""
     require_matplotlib()
     setup = prepare_setup(args)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -19,8 +20,11 @@ from .speed import cmd_speed
 
 __all__ = ["build_parser", "main", "n_jobs_arg", "positive_float", "positive_int"]
 
+#: what ``ArgumentParser.add_subparsers`` returns (its class is private in argparse)
+Subparsers = Any
 
-def positive_int(s):
+
+def positive_int(s: str) -> int:
     """argparse type: an integer >= 1."""
     try:
         v = int(s)
@@ -31,7 +35,7 @@ def positive_int(s):
     return v
 
 
-def n_jobs_arg(s):
+def n_jobs_arg(s: str) -> Optional[int]:
     """argparse type of --n-jobs: a positive integer, or -1 (all cores) -> None."""
     try:
         v = int(s)
@@ -42,7 +46,7 @@ def n_jobs_arg(s):
     return None if v == -1 else v
 
 
-def positive_float(s):
+def positive_float(s: str) -> float:
     """argparse type: a positive finite float."""
     try:
         v = float(s)
@@ -53,7 +57,7 @@ def positive_float(s):
     return v
 
 
-def _common_options():
+def _common_options() -> argparse.ArgumentParser:
     """Options every subcommand takes: --out, --seed, --n-jobs, --quiet."""
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("common options")
@@ -66,7 +70,7 @@ def _common_options():
     return common
 
 
-def _data_options():
+def _data_options() -> argparse.ArgumentParser:
     """The data: --dataset or --data/--target, --data-dir, --no-standardise, --samples."""
     data = argparse.ArgumentParser(add_help=False)
     group = data.add_argument_group("data")
@@ -88,7 +92,7 @@ def _data_options():
     return data
 
 
-def _model_options():
+def _model_options() -> argparse.ArgumentParser:
     """The model: --model (a paper recipe) or --model-file, --grid-search."""
     model = argparse.ArgumentParser(add_help=False)
     group = model.add_argument_group("model")
@@ -104,7 +108,7 @@ def _model_options():
     return model
 
 
-def _speed_options():
+def _speed_options() -> argparse.ArgumentParser:
     """The speed ladder: --mc-iterations, --reference-budget, --max-leaves."""
     speed = argparse.ArgumentParser(add_help=False)
     group = speed.add_argument_group("speed")
@@ -118,7 +122,7 @@ def _speed_options():
     return speed
 
 
-def _add_demo(sub, common):
+def _add_demo(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     """The ``demo`` subcommand."""
     p = sub.add_parser(
         "demo", parents=[common],
@@ -135,7 +139,8 @@ def _add_demo(sub, common):
     p.set_defaults(func=cmd_demo)
 
 
-def _add_experiments(sub, common, data, model):
+def _add_experiments(sub: Subparsers, common: argparse.ArgumentParser,
+                     data: argparse.ArgumentParser, model: argparse.ArgumentParser) -> None:
     """The ``accuracy``, ``ranking`` and ``conciseness`` subcommands."""
     sigmas = dict(type=positive_float, nargs="+", metavar="S")
     p = sub.add_parser(
@@ -175,7 +180,8 @@ def _add_experiments(sub, common, data, model):
     p.set_defaults(func=cmd_conciseness)
 
 
-def _add_speed(sub, common, data, speed):
+def _add_speed(sub: Subparsers, common: argparse.ArgumentParser,
+               data: argparse.ArgumentParser, speed: argparse.ArgumentParser) -> None:
     """The ``speed`` subcommand."""
     p = sub.add_parser(
         "speed", parents=[common, data, speed],
@@ -187,7 +193,8 @@ def _add_speed(sub, common, data, speed):
     p.set_defaults(func=cmd_speed)
 
 
-def _add_paper(sub, common, speed):
+def _add_paper(sub: Subparsers, common: argparse.ArgumentParser,
+               speed: argparse.ArgumentParser) -> None:
     """The ``paper`` subcommand."""
     sigmas = dict(type=positive_float, nargs="+", metavar="S")
     p = sub.add_parser(
@@ -241,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run ``pgexact-bench`` with ``argv`` (default: the command line); returns the exit code.
 
     Input a user can fix raises :class:`~pgexact.bench.common.UsageError` inside a subcommand;

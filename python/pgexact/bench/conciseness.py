@@ -3,13 +3,16 @@ against the greedy PG² ranking at each sigma."""
 
 from __future__ import annotations
 
+from typing import Any, Dict, Optional, Sequence
+
 import numpy as np
 
 from pgexact import metrics
 
-from .common import echo, finish_command, pg_column, require_matplotlib, text_table
+from .common import (Args, Json, echo, finish_command, pg_column, require_matplotlib,
+                     text_table)
 from .data import eval_rows
-from .models import model_line, prepare_setup
+from .models import Setup, model_line, prepare_setup
 from .ranking import greedy_rankings, shap_ranking
 
 __all__ = ["SCHEMES", "cmd_conciseness", "conciseness_table", "plot_conciseness",
@@ -18,7 +21,9 @@ __all__ = ["SCHEMES", "cmd_conciseness", "conciseness_table", "plot_conciseness"
 SCHEMES = ("geom", "top1", "top2", "top3")
 
 
-def run_conciseness(args, setup, X, sigmas, rankings=None, shap_R=None):
+def run_conciseness(args: Args, setup: Setup, X: np.ndarray, sigmas: Sequence[float],
+                    rankings: Optional[Dict[float, np.ndarray]] = None,
+                    shap_R: Optional[np.ndarray] = None) -> Json:
     """Entropy of the aggregated SHAP and greedy rankings per scheme, and their top features.
 
     ``rankings`` ({sigma: ranking}) and ``shap_R`` are computed here unless given (the paper
@@ -40,14 +45,14 @@ def run_conciseness(args, setup, X, sigmas, rankings=None, shap_R=None):
                 max_entropy_bits=float(np.log2(d)), top_features_geom=top)
 
 
-def conciseness_table(res):
+def conciseness_table(res: Json) -> str:
     """The printed table: entropy per scheme (rows) and method (columns)."""
     cols = res["columns"]
     out = [[sc] + [f"{res['entropy'][c][sc]:.3f}" for c in cols] for sc in res["schemes"]]
     return text_table(["scheme"] + cols, out)
 
 
-def plot_conciseness(ax, res, title, reference=None):
+def plot_conciseness(ax: Any, res: Json, title: str, reference: Optional[Json] = None) -> None:
     """Grouped bars of entropy per scheme and method (dashes: the authors' values)."""
     cols, schemes = res["columns"], res["schemes"]
     width = 0.8 / len(cols)
@@ -67,7 +72,7 @@ def plot_conciseness(ax, res, title, reference=None):
     ax.legend(fontsize=7, ncol=len(cols), loc="upper center")
 
 
-def cmd_conciseness(args) -> int:
+def cmd_conciseness(args: Args) -> int:
     """The ``conciseness`` subcommand: run, print the table, write the figure and JSON."""
     require_matplotlib()
     setup = prepare_setup(args)

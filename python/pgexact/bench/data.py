@@ -4,10 +4,11 @@ standardisation, and the rows / (row, S) pairs the experiments evaluate."""
 from __future__ import annotations
 
 import os
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .common import UsageError, first_line
+from .common import Args, Json, UsageError, first_line
 
 __all__ = [
     "DATASETS", "DATA_FILES", "Dataset", "default_data_dir", "eval_rows", "load_data",
@@ -27,23 +28,24 @@ DATA_FILES = {
 class Dataset:
     """A standardised 80:20 split: ``Xtr, Xte, ytr, yte`` and the feature names."""
 
-    def __init__(self, name, Xtr, Xte, ytr, yte, names, notes, source):
+    def __init__(self, name: str, Xtr: np.ndarray, Xte: np.ndarray, ytr: np.ndarray,
+                 yte: np.ndarray, names: Sequence[str], notes: Sequence[str], source: str) -> None:
         self.name, self.names, self.notes, self.source = name, list(names), list(notes), source
         self.Xtr, self.Xte, self.ytr, self.yte = Xtr, Xte, ytr, yte
 
     @property
-    def d(self):
+    def d(self) -> int:
         """Number of features."""
-        return self.Xtr.shape[1]
+        return int(self.Xtr.shape[1])
 
-    def describe(self):
+    def describe(self) -> Json:
         """The dataset's entry in results.json."""
         return dict(name=self.name, source=self.source, n_train=int(self.Xtr.shape[0]),
                     n_test=int(self.Xte.shape[0]), n_features=self.d, feature_names=self.names,
                     notes=self.notes)
 
 
-def default_data_dir():
+def default_data_dir() -> Optional[str]:
     """``../shared/datasets`` next to the repository (or the working directory), if present."""
     here = os.path.dirname(os.path.abspath(__file__))
     # python/pgexact/bench -> the repository root
@@ -55,7 +57,8 @@ def default_data_dir():
     return None
 
 
-def read_table(path, *, sep, target, drop=(), what="--data"):
+def read_table(path: str, *, sep: Optional[str], target: str, drop: Sequence[str] = (),
+               what: str = "--data") -> Tuple[np.ndarray, np.ndarray, List[str], List[str]]:
     """Read a CSV into (X float64, y float64, names, notes); problems become UsageError."""
     import pandas as pd
 
@@ -94,7 +97,7 @@ def read_table(path, *, sep, target, drop=(), what="--data"):
     return X, y.to_numpy(dtype=np.float64), list(df.columns), notes
 
 
-def standardise_features(Xtr, Xte):
+def standardise_features(Xtr: np.ndarray, Xte: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """``(Xtr, Xte)`` standardised with the training rows' mean and standard deviation.
 
     NaN (a missing value) is ignored in the statistics and stays NaN; a constant or all-missing
@@ -107,7 +110,9 @@ def standardise_features(Xtr, Xte):
     return (Xtr - mu) / sd, (Xte - mu) / sd
 
 
-def split_and_standardise(name, X, y, names, notes, source, *, seed, standardise=True):
+def split_and_standardise(name: str, X: np.ndarray, y: np.ndarray, names: Sequence[str],
+                          notes: Sequence[str], source: str, *, seed: int,
+                          standardise: bool = True) -> Dataset:
     """80:20 split; features standardised with the training rows' mean and std (NaN kept)."""
     from sklearn.model_selection import train_test_split
 
@@ -120,7 +125,8 @@ def split_and_standardise(name, X, y, names, notes, source, *, seed, standardise
                    notes, source)
 
 
-def load_named(name, data_dir, *, seed, standardise=True, keep_missing=False):
+def load_named(name: str, data_dir: Optional[str], *, seed: int, standardise: bool = True,
+               keep_missing: bool = False) -> Dataset:
     """One of DATASETS, split and standardised.
 
     ``keep_missing``: keep housing's rows with a missing ``total_bedrooms`` (NaN, routed by the
@@ -166,7 +172,7 @@ def load_named(name, data_dir, *, seed, standardise=True, keep_missing=False):
                                  standardise=standardise)
 
 
-def load_data(args):
+def load_data(args: Args) -> Dataset:
     """The data chosen by --dataset / --data --target."""
     csv = getattr(args, "data", None)
     if csv is not None:
@@ -184,7 +190,7 @@ def load_data(args):
                       standardise=not args.no_standardise)
 
 
-def eval_rows(data, n, seed):
+def eval_rows(data: Dataset, n: Optional[int], seed: int) -> np.ndarray:
     """Up to ``n`` test rows, a random subset in their original order (None: all)."""
     Xte = data.Xte
     if n is None or n >= Xte.shape[0]:
@@ -193,7 +199,7 @@ def eval_rows(data, n, seed):
     return np.ascontiguousarray(Xte[np.sort(rng.choice(Xte.shape[0], n, replace=False))])
 
 
-def random_pairs(X, n_pairs, seed):
+def random_pairs(X: np.ndarray, n_pairs: int, seed: int) -> Tuple[np.ndarray, np.ndarray]:
     """``n_pairs`` random (row, S): rows with replacement, |S| spread evenly over 1..d."""
     rng = np.random.default_rng(seed)
     n, d = X.shape

@@ -8,6 +8,7 @@ estimates at a few sample counts: time per row and NMAE against the exact value.
 from __future__ import annotations
 
 import os
+from typing import Any, List, Sequence, Tuple
 
 import numpy as np
 
@@ -15,7 +16,7 @@ import pgexact
 from pgexact import mc
 from pgexact.metrics import nmae
 
-from .common import (UsageError, bar, fmt_time, log, require_xgboost, text_table, timed,
+from .common import (Args, Json, UsageError, bar, fmt_time, log, require_xgboost, text_table, timed,
                      versions, write_json)
 from .data import load_named
 from .models import RECIPES, fit_xgb
@@ -23,7 +24,7 @@ from .models import RECIPES, fit_xgb
 __all__ = ["cmd_demo", "demo_table", "run_demo"]
 
 
-def run_demo(args, X, model):
+def run_demo(args: Args, X: np.ndarray, model: Any) -> Tuple[np.ndarray, float, List[Json]]:
     """Greedy ranking, exact PGI² and Monte Carlo PGI² at each ``--iterations`` on rows ``X``.
 
     Returns ``(ranking, seconds for the ranking, rows)``; each row is one method with its mean
@@ -60,7 +61,7 @@ def run_demo(args, X, model):
     return ranking, t_rank, results
 
 
-def demo_table(results):
+def demo_table(results: Sequence[Json]) -> str:
     """The printed table: one line per method, times relative to the exact computation."""
     rows = []
     for r in results:
@@ -78,7 +79,7 @@ def demo_table(results):
     )
 
 
-def cmd_demo(args) -> int:
+def cmd_demo(args: Args) -> int:
     """The ``demo`` subcommand: train, compare, print the table, write results.json."""
     require_xgboost()
     if args.rows < 1:

@@ -4,13 +4,15 @@ saved model file, and the :class:`Setup` (data, model, TreeEnsemble) every exper
 from __future__ import annotations
 
 import os
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
 import pgexact
+from pgexact.ensemble import TreeEnsemble
 
-from .common import UsageError, first_line, log, require_xgboost
-from .data import load_data
+from .common import Args, Json, UsageError, first_line, log, require_xgboost
+from .data import Dataset, load_data
 
 __all__ = ["GRID", "RECIPES", "Setup", "fit_recipe", "fit_xgb", "load_model_file", "model_line",
            "prepare_setup", "xgb_regressor"]
@@ -26,31 +28,32 @@ GRID = {"learning_rate": [0.01, 0.03, 0.1, 0.3, 1.0], "subsample": [0.5, 0.75, 1
 class Setup:
     """Data, the library model, its pgexact.TreeEnsemble and a description."""
 
-    def __init__(self, data, model, ens, info):
+    def __init__(self, data: Dataset, model: Any, ens: TreeEnsemble, info: Json) -> None:
         self.data, self.model, self.ens, self.info = data, model, ens, info
 
     @property
-    def label(self):
+    def label(self) -> str:
         """``dataset/model kind``, for progress bars and figure titles."""
         return f"{self.data.name}/{self.info.get('kind', 'model')}"
 
 
-def xgb_regressor(params, *, seed, n_jobs):
+def xgb_regressor(params: Json, *, seed: int, n_jobs: Optional[int]) -> Any:
     """An unfitted XGBoost regressor with ``params`` (hist method, seeded, ``n_jobs`` threads)."""
     import xgboost as xgb
 
     return xgb.XGBRegressor(tree_method="hist", random_state=seed, n_jobs=n_jobs, **params)
 
 
-def fit_xgb(Xtr, ytr, params, *, seed, n_jobs):
+def fit_xgb(Xtr: np.ndarray, ytr: np.ndarray, params: Json, *, seed: int,
+            n_jobs: Optional[int]) -> Any:
     """An XGBoost regressor with ``params`` fitted on ``(Xtr, ytr)``."""
     return xgb_regressor(params, seed=seed, n_jobs=n_jobs).fit(Xtr, ytr)
 
 
-def fit_recipe(args, data, kind):
+def fit_recipe(args: Args, data: Dataset, kind: str) -> Tuple[Any, Json]:
     """Train the paper's ``single`` / ``bigger`` model (optionally grid-searched)."""
     params = dict(RECIPES[kind])
-    info = dict(kind=kind, library="xgboost")
+    info: Json = dict(kind=kind, library="xgboost")
     if getattr(args, "grid_search", False):
         from sklearn.model_selection import GridSearchCV, KFold
 
@@ -72,11 +75,12 @@ def fit_recipe(args, data, kind):
     return model, info
 
 
-def load_model_file(path, d):
+def load_model_file(path: str, d: int) -> Tuple[Any, Json]:
     """An XGBoost .json/.ubj or LightGBM text model as the library's own object."""
     if not os.path.isfile(path):
         raise UsageError(f"--model-file: file not found: {path}")
     ext = os.path.splitext(path)[1].lower()
+    model: Any  # an xgboost.Booster or a lightgbm.Booster
     try:
         if ext in (".json", ".ubj"):
             import xgboost as xgb
@@ -101,7 +105,8 @@ def load_model_file(path, d):
     return model, dict(kind="file", library=lib, path=os.path.abspath(path))
 
 
-def prepare_setup(args, data=None, kind=None):
+def prepare_setup(args: Args, data: Optional[Dataset] = None,
+                  kind: Optional[str] = None) -> Setup:
     """Data and model for one subcommand: (--dataset | --data) x (--model | --model-file)."""
     require_xgboost()
     if data is None:
@@ -127,7 +132,7 @@ def prepare_setup(args, data=None, kind=None):
     return Setup(data, model, ens, info)
 
 
-def model_line(setup):
+def model_line(setup: Setup) -> str:
     """One line describing the model of ``setup``, for the printed header."""
     i = setup.info
     what = (f"{i['kind']} model: XGBoost, {i['n_trees']} tree(s) of depth {i['max_depth']}, "

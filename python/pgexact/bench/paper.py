@@ -7,12 +7,13 @@ import json
 import os
 import platform
 import time
+from typing import List
 
 from .accuracy import accuracy_tables, plot_accuracy, run_accuracy
-from .common import (UsageError, echo, first_line, load_average, log, require_matplotlib,
+from .common import (Args, Json, UsageError, echo, first_line, load_average, log, require_matplotlib,
                      require_xgboost, save_figure, versions, write_json)
 from .conciseness import conciseness_table, plot_conciseness, run_conciseness
-from .data import default_data_dir, eval_rows, load_named
+from .data import Dataset, default_data_dir, eval_rows, load_named
 from .models import GRID, RECIPES, model_line, prepare_setup
 from .ranking import greedy_rankings, plot_ranking, ranking_table, run_ranking, shap_ranking
 from .reference import load_reference
@@ -26,7 +27,7 @@ PAPER_DATASETS = ("wine", "housing")
 PAPER_MODELS = ("single", "bigger")
 
 
-def run_model(args, data, kind):
+def run_model(args: Args, data: Dataset, kind: str) -> Json:
     """Accuracy, ranking and conciseness of one (dataset, model) pair; prints their tables."""
     key = f"{data.name}/{kind}"
     t0 = time.perf_counter()
@@ -50,7 +51,7 @@ def run_model(args, data, kind):
     return run
 
 
-def paper_settings(args, data_dir):
+def paper_settings(args: Args, data_dir: str) -> Json:
     """The run's settings, as results.json and REPORT.md record them."""
     threads = args.n_jobs if args.n_jobs is not None else (os.cpu_count() or 1)
     return dict(
@@ -64,7 +65,7 @@ def paper_settings(args, data_dir):
     )
 
 
-def write_report(args, payload, reference):
+def write_report(args: Args, payload: Json, reference: Json) -> str:
     """Write ``<--out>/REPORT.md`` from a paper payload; returns its path."""
     path = os.path.join(args.out, "REPORT.md")
     with open(path, "w", encoding="utf-8") as fh:
@@ -73,7 +74,7 @@ def write_report(args, payload, reference):
     return path
 
 
-def cmd_paper(args) -> int:
+def cmd_paper(args: Args) -> int:
     """The ``paper`` subcommand: everything on wine and housing, figures and REPORT.md."""
     require_matplotlib()
     require_xgboost()
@@ -111,7 +112,7 @@ def cmd_paper(args) -> int:
     return 0
 
 
-def paper_report_only(args, reference):
+def paper_report_only(args: Args, reference: Json) -> int:
     """Redraw the figures and rewrite REPORT.md from ``<out>/results.json`` (no computing)."""
     path = os.path.join(args.out, "results.json")
     try:
@@ -128,7 +129,7 @@ def paper_report_only(args, reference):
     return 0
 
 
-def paper_figures(args, runs, speed, ref):
+def paper_figures(args: Args, runs: Json, speed: Json, ref: Json) -> List[str]:
     """The four figures, one panel per (dataset, model); returns their file names."""
     import matplotlib.pyplot as plt
 

@@ -3,21 +3,23 @@ SHAP's ranking over evaluation noise levels sigma'."""
 
 from __future__ import annotations
 
+from typing import Any, Dict, Optional, Sequence, Tuple
+
 import numpy as np
 
 import pgexact
 from pgexact import metrics
 
-from .common import (UsageError, echo, finish_command, first_line, log, pg_column, progress,
+from .common import (Args, Json, UsageError, echo, finish_command, first_line, log, pg_column, progress,
                      require_matplotlib, text_table, timed)
 from .data import eval_rows
-from .models import model_line, prepare_setup
+from .models import Setup, model_line, prepare_setup
 
 __all__ = ["attributions_from_ranking", "cmd_ranking", "greedy_rankings", "plot_ranking",
            "ranking_table", "run_ranking", "shap_ranking"]
 
 
-def attributions_from_ranking(R):
+def attributions_from_ranking(R: np.ndarray) -> np.ndarray:
     """Scores whose descending order is the ranking R (for metrics.compare's ``methods``)."""
     R = np.asarray(R, dtype=np.int64)
     n, d = R.shape
@@ -26,7 +28,7 @@ def attributions_from_ranking(R):
     return A
 
 
-def shap_ranking(setup, X):
+def shap_ranking(setup: Setup, X: np.ndarray) -> np.ndarray:
     """SHAP TreeExplainer's |phi| ranking of rows ``X``, ``(n, d)`` int64."""
     try:
         return np.asarray(metrics.shap_ranking(setup.model, X), dtype=np.int64)
@@ -34,7 +36,8 @@ def shap_ranking(setup, X):
         raise UsageError(f"the SHAP ranking needs shap: {first_line(e)}") from None
 
 
-def greedy_rankings(args, setup, X, sigmas, desc):
+def greedy_rankings(args: Args, setup: Setup, X: np.ndarray, sigmas: Sequence[float],
+                    desc: str) -> Tuple[Dict[float, np.ndarray], Dict[float, float]]:
     """The greedy PG² ranking of ``X`` at each sigma: ``({sigma: ranking}, {sigma: seconds})``."""
     out, times = {}, {}
     for s in progress(args, sigmas, total=len(sigmas), desc=desc):
@@ -43,11 +46,14 @@ def greedy_rankings(args, setup, X, sigmas, desc):
     return out, times
 
 
-def run_ranking(args, setup, X, sigma_rank, sigma_eval, rankings=None):
+def run_ranking(args: Args, setup: Setup, X: np.ndarray, sigma_rank: Sequence[float],
+                sigma_eval: Sequence[float],
+                rankings: Optional[Dict[float, np.ndarray]] = None) -> Json:
     """Mean exact PGI² per sigma' of the greedy ranking(s) and of SHAP (metrics.compare)."""
     s0, rest = sigma_rank[0], list(sigma_rank[1:])
-    if rest and rankings is None:
-        rankings, _ = greedy_rankings(args, setup, X, rest, f"ranking {setup.label}")
+    if rankings is None:  # the first sigma's ranking comes with metrics.compare
+        rankings = (greedy_rankings(args, setup, X, rest, f"ranking {setup.label}")[0]
+                    if rest else {})
     methods = {pg_column(s): attributions_from_ranking(rankings[s]) for s in rest}
     log(args, f"{setup.label}: mean PGI² over {X.shape[0]} rows, sigma' = "
         f"{', '.join(f'{s:g}' for s in sigma_eval)} ...")
@@ -65,7 +71,7 @@ def run_ranking(args, setup, X, sigma_rank, sigma_eval, rankings=None):
                 methods=cols, mean_pgi2=mean, ratio_to_shap=ratio)
 
 
-def ranking_table(res):
+def ranking_table(res: Json) -> str:
     """The printed table: mean PGI² per method and its ratio to SHAP, one line per sigma'."""
     cols = res["methods"]
     pg = [c for c in cols if c != "SHAP"]
@@ -76,7 +82,7 @@ def ranking_table(res):
     return text_table(["sigma'"] + cols + [f"{c} / SHAP" for c in pg], out)
 
 
-def plot_ranking(axes, res, title, reference=None):
+def plot_ranking(axes: Any, res: Json, title: str, reference: Optional[Json] = None) -> None:
     """Left: mean PGI² against sigma'; right: the ratio to SHAP (crosses: the authors')."""
     ax1, ax2 = axes
     xs = res["sigma_eval"]
@@ -101,7 +107,7 @@ def plot_ranking(axes, res, title, reference=None):
     ax2.legend(fontsize=7)
 
 
-def cmd_ranking(args) -> int:
+def cmd_ranking(args: Args) -> int:
     """The ``ranking`` subcommand: run, print the table, write the figure and JSON."""
     require_matplotlib()
     setup = prepare_setup(args)

@@ -31,8 +31,11 @@ three tables above.  Per-method keys (``"SHAP"``, ``"PG σ=0.3"``) are the colum
 from __future__ import annotations
 
 import json
+from typing import cast
 from functools import lru_cache
 from importlib import resources
+
+from .common import Json
 
 __all__ = ["REFERENCE_FILE", "load_reference"]
 
@@ -41,12 +44,12 @@ REFERENCE_FILE = "paper_reference.json"
 
 
 @lru_cache(maxsize=1)
-def _load():
+def _load() -> Json:
     text = resources.files(__package__).joinpath(REFERENCE_FILE).read_text(encoding="utf-8")
-    return json.loads(text)
+    return cast(Json, json.loads(text))
 
 
-def load_reference():
+def load_reference() -> Json:
     """The reference numbers as a dict: ``source``, ``models``, ``accuracy``, ``entropy``,
     ``pgi2_ratio`` (a fresh copy: callers may change it)."""
-    return json.loads(json.dumps(_load()))
+    return cast(Json, json.loads(json.dumps(_load())))

@@ -4,13 +4,14 @@ numbers, the figures, and a reading computed from the numbers."""
 from __future__ import annotations
 
 import os
+from typing import List, Optional
 
-from .common import float_key, fmt_time, join_floats, markdown_table
+from .common import Json, float_key, fmt_time, join_floats, markdown_table
 
 __all__ = ["auto_reading", "render_report"]
 
 
-def render_report(p, ref, out_dir):
+def render_report(p: Json, ref: Json, out_dir: str) -> str:
     """REPORT.md: settings, every table next to the authors' numbers, the figures, a reading.
 
     ``p`` is the payload of results.json, ``ref`` the reference numbers
@@ -21,7 +22,7 @@ def render_report(p, ref, out_dir):
     return "\n".join(lines) + "\n"
 
 
-def _title(p, ref):
+def _title(p: Json, ref: Json) -> List[str]:
     """The title, how the report was made, and where the authors' numbers come from."""
     lines = []
     lines.append("# pgexact-bench paper: the PGI² paper's experiments, rerun with exact pgexact\n")
@@ -53,7 +54,7 @@ def _title(p, ref):
     return lines
 
 
-def _setup(p, ref):
+def _setup(p: Json, ref: Json) -> List[str]:
     """Data, models and settings."""
     st, runs = p["settings"], p["runs"]
     lines = []
@@ -95,7 +96,7 @@ def _setup(p, ref):
     return lines
 
 
-def _accuracy(p, ref):
+def _accuracy(p: Json, ref: Json) -> List[str]:
     """Section 1: Monte Carlo's NMAE at equal time and by iteration count."""
     st, runs = p["settings"], p["runs"]
     lines = []
@@ -156,7 +157,20 @@ def _accuracy(p, ref):
     return lines
 
 
-def _ranking(p, ref):
+def _with_authors(ours: float, theirs: Optional[float]) -> str:
+    """``0.123`` or, where the authors have the number, ``0.123 (0.456)``."""
+    return f"{ours:.3f}" + ("" if theirs is None else f" ({theirs:.3f})")
+
+
+def _authors_ratio(ratios: Optional[Json], column: str, sigma: float) -> Optional[float]:
+    """The authors' PGI² ratio to SHAP for ``column`` at sigma', if they measured it."""
+    if not ratios or column not in ratios:
+        return None
+    key = float_key(sigma, ratios[column])
+    return None if key is None else float(ratios[column][key])
+
+
+def _ranking(p: Json, ref: Json) -> List[str]:
     """Section 2: mean PGI² of the greedy ranking and SHAP's, and their ratio."""
     lines = [
         "## 2. Greedy PG² ranking against SHAP: mean PGI² (paper §5.1, Figures 3-6)\n",
@@ -171,14 +185,9 @@ def _ranking(p, ref):
         pg = [c for c in cols if c != "SHAP"]
         rows = []
         for i, s in enumerate(rk["sigma_eval"]):
-            row = [f"{s:g}"] + [f"{rk['mean_pgi2'][c][i]:.4g}" for c in cols]
-            for c in pg:
-                cell = f"{rk['ratio_to_shap'][c][i]:.3f}"
-                k = float_key(s, rr[c]) if rr and c in rr else None
-                if k is not None:  # the authors measured this sigma'
-                    cell += f" ({rr[c][k]:.3f})"
-                row.append(cell)
-            rows.append(row)
+            rows.append([f"{s:g}"] + [f"{rk['mean_pgi2'][c][i]:.4g}" for c in cols]
+                        + [_with_authors(rk["ratio_to_shap"][c][i], _authors_ratio(rr, c, s))
+                           for c in pg])
         lines.append(f"*{key}* ({rk['rows']} rows)"
                      + ("" if rr else " — no authors' per-row data") + "\n")
         lines.append(markdown_table(
@@ -189,7 +198,7 @@ def _ranking(p, ref):
     return lines
 
 
-def _conciseness(p, ref):
+def _conciseness(p: Json, ref: Json) -> List[str]:
     """Section 3: entropy of the aggregated rankings."""
     lines = [
         "## 3. Conciseness: entropy of the aggregated rankings (paper §5.2, Tables 6-9)\n",
@@ -202,13 +211,9 @@ def _conciseness(p, ref):
         re_ = ref["entropy"].get(key, {})
         rows = []
         for sc in cc["schemes"]:
-            row = [sc]
-            for c in cc["columns"]:
-                cell = f"{cc['entropy'][c][sc]:.3f}"
-                if c in re_:
-                    cell += f" ({re_[c][sc]:.3f})"
-                row.append(cell)
-            rows.append(row)
+            rows.append([sc] + [_with_authors(cc["entropy"][c][sc],
+                                              re_[c][sc] if c in re_ else None)
+                                for c in cc["columns"]])
         lines.append(
             f"*{key}* ({cc['rows']} rows; at most log2(d) = {cc['max_entropy_bits']:.3f} bits; "
             "top-3 by geom: "
@@ -220,7 +225,7 @@ def _conciseness(p, ref):
     return lines
 
 
-def _speed(p):
+def _speed(p: Json) -> List[str]:
     """Section 4: time per pair of the exact kernel, the reference walk and Monte Carlo."""
     speed = p["speed"]
     lines = []
@@ -251,7 +256,7 @@ def _speed(p):
     return lines
 
 
-def _reading(p, ref, out_dir):
+def _reading(p: Json, ref: Json, out_dir: str) -> List[str]:
     """Section 5: the computed reading, then NOTES.md when present."""
     lines = []
     lines.append("## 5. Reading (computed from the numbers above)\n")
@@ -265,7 +270,7 @@ def _reading(p, ref, out_dir):
     return lines
 
 
-def auto_reading(p, ref):
+def auto_reading(p: Json, ref: Json) -> List[str]:
     """One sentence per finding, computed from the results and the reference numbers."""
     runs, speed = p["runs"], p["speed"]
     out = []
@@ -274,9 +279,9 @@ def auto_reading(p, ref):
         ours = [x["nmae"] for x in tm]
         a = ref["accuracy"].get(key, {})
         theirs = [a[k]["nmae_mc"] for k in a]
-        its = sorted({x["iterations"] for x in tm})
-        its = (f"{its[0]:,} iteration{'s' if its[0] > 1 else ''}" if len(its) == 1
-               else f"{its[0]:,}-{its[-1]:,} iterations")
+        counts = sorted({x["iterations"] for x in tm})
+        its = (f"{counts[0]:,} iteration{'s' if counts[0] > 1 else ''}" if len(counts) == 1
+               else f"{counts[0]:,}-{counts[-1]:,} iterations")
         neg = sum(x.get("negative_exact", 0) for x in tm)
         out.append(
             f"{key}: at equal time Monte Carlo's NMAE is {min(ours):.3f}-{max(ours):.3f} here "

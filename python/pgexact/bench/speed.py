@@ -3,15 +3,18 @@ O(n²) pair walk and Monte Carlo, over XGBoost models from 16 to 10,000+ leaves.
 
 from __future__ import annotations
 
+from typing import Any, List, Optional, Sequence, Tuple
+
 import numpy as np
 
 import pgexact
 from pgexact import mc
+from pgexact._kernels import PreparedCall
 from pgexact._prepare import prepare_call
 
-from .common import (bar, best_time, echo, finish_command, fmt_time, require_matplotlib,
+from .common import (Args, Json, bar, best_time, echo, finish_command, fmt_time, require_matplotlib,
                      require_xgboost, text_table, timed)
-from .data import load_data, random_pairs
+from .data import Dataset, load_data, random_pairs
 from .models import fit_xgb
 
 __all__ = ["LADDER", "cmd_speed", "plot_speed", "run_speed", "speed_table", "time_reference"]
@@ -21,7 +24,8 @@ __all__ = ["LADDER", "cmd_speed", "plot_speed", "run_speed", "speed_table", "tim
 LADDER = ((1, 4), (10, 5), (20, 6), (40, 6), (40, 8), (60, 8), (40, 10), (80, 10))
 
 
-def time_reference(call, mask, exact, budget):
+def time_reference(call: PreparedCall, mask: np.ndarray, exact: np.ndarray,
+                   budget: float) -> Tuple[float, int, float]:
     """Time the paper's unpruned O(n²) pair walk on the pairs of ``call`` within ``budget``.
 
     Returns ``(seconds per pair, pairs timed, largest difference from the fast kernel's
@@ -31,7 +35,7 @@ def time_reference(call, mask, exact, budget):
     """
     N = call.n_rows
 
-    def walk(lo, hi):
+    def walk(lo: int, hi: int) -> np.ndarray:
         return call.rows(lo, hi).pg2(mask[lo:hi], reference=True)
 
     r1, t1 = timed(walk, 0, 1)
@@ -51,11 +55,13 @@ def time_reference(call, mask, exact, budget):
     return t_ref / m, m, float(np.max(np.abs(ref - exact[:m])) / scale)
 
 
-def run_speed(args, data, *, n_pairs, mc_iterations, budget, max_leaves, sigma=0.3):
+def run_speed(args: Args, data: Dataset, *, n_pairs: int, mc_iterations: int, budget: float,
+              max_leaves: int, sigma: float = 0.3) -> Json:
     """Time exact, reference and Monte Carlo PG² over the model ladder :data:`LADDER`."""
     Xp, mask = random_pairs(data.Xte, n_pairs, args.seed + 2)
     N = Xp.shape[0]
-    out, prev = [], None
+    out: List[Json] = []
+    prev: Optional[Tuple[int, float]] = None  # (leaves, reference seconds per pair) of the last model
     pbar = bar(args, total=len(LADDER), desc=f"speed {data.name}")
     for trees, depth in LADDER:
         params = dict(n_estimators=trees, max_depth=depth, learning_rate=0.3, subsample=1.0)
@@ -77,7 +83,7 @@ def run_speed(args, data, *, n_pairs, mc_iterations, budget, max_leaves, sigma=0
                    note="")
         # the unpruned O(n²) pair walk: predict its time per pair from the last model (it
         # grows with the square of the leaves) and skip it past the budget
-        guess = prev[1] * (leaves / prev[0]) ** 2 if prev else None
+        guess: Optional[float] = prev[1] * (leaves / prev[0]) ** 2 if prev else None
         if guess is not None and guess > budget:
             row["note"] = (f"reference skipped: about {guess:.0f} s per pair predicted "
                            f"(budget {budget:g} s)")
@@ -95,7 +101,7 @@ def run_speed(args, data, *, n_pairs, mc_iterations, budget, max_leaves, sigma=0
                 reference_budget_s=budget, models=out)
 
 
-def speed_table(res):
+def speed_table(res: Json) -> str:
     """The printed table: one line per model of the ladder."""
     out = []
     for r in res["models"]:
@@ -111,7 +117,7 @@ def speed_table(res):
                        "max rel. diff"], out)
 
 
-def plot_speed(ax, results, title):
+def plot_speed(ax: Any, results: Sequence[Json], title: str) -> None:
     """Seconds per pair against leaves, log-log: exact, reference and Monte Carlo per dataset."""
     for res in results:
         leaves = [r["leaves"] for r in res["models"]]
@@ -132,7 +138,7 @@ def plot_speed(ax, results, title):
     ax.legend(fontsize=7)
 
 
-def cmd_speed(args) -> int:
+def cmd_speed(args: Args) -> int:
     """The ``speed`` subcommand: run the ladder, print the table, write the figure and JSON."""
     require_matplotlib()
     require_xgboost()
