@@ -73,41 +73,85 @@ __attribute__((always_inline)) inline vi holds(vu S, std::int32_t j) {
 // ---- one pass over a tree pair's pairs, for one lane vector --------------------------------
 // P(box) of a lane's set is the product of the masses of its perturbed features in increasing
 // feature order (multiplying by 1.0 elsewhere is exact): the canonical product, the same in
-// all three passes.
+// all three passes. Membership of a feature in each lane's set is precomputed once per call
+// as a lane mask, so a factor costs a masked multiply.
+//
+// Terms are added plainly over the pairs of one leaf u of the first tree (at most the leaves of
+// the second tree intersecting u's box), then the run is added, compensated, into the sums:
+// pairs come ordered by u.
+
+// Lane masks of every feature up to the highest one in any lane of `sets`.
+__attribute__((always_inline)) inline int membership(const std::uint64_t* sets, vu* member) {
+  const vu S = load_u(sets);
+  std::uint64_t any_set = 0;
+  for (int l = 0; l < kLanes; ++l) any_set |= S[l];
+  const int top = any_set == 0 ? 0 : 64 - __builtin_clzll(any_set);
+  const vu zero_u = {};
+  for (int j = 0; j < top; ++j) member[j] = (vu)(((S >> j) & 1u) != zero_u);
+  return top;
+}
+
+__attribute__((always_inline)) inline vd times_if(vd P, vu member, vd D) {
+  const vu zero_u = {};
+  return (member != zero_u) ? P * D : P;
+}
 
 // PG2 of one set per lane.
 void eval_set(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_, double mult,
               double* sum, double* comp) {
+  vu member[64];
+  const int top = membership(S_, member);
   const vu S = load_u(S_);
-  std::uint64_t any_set = 0;
-  for (int l = 0; l < kLanes; ++l) any_set |= S[l];
   const vu zero_u = {};
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   const vd zero = {};
+  vd run = zero;
+  std::int32_t run_u = pl.n_pairs > 0 ? pl.pairs[0].u : 0;
   for (std::size_t q = 0; q < pl.n_pairs; ++q) {
     const LeafPair& p = pl.pairs[q];
-    const vi alive = ((load_u(lanes.out + static_cast<std::size_t>(p.u) * kLanes) | load_u(lanes.out + static_cast<std::size_t>(p.v) * kLanes)) & ~S) == zero_u;
+    if (p.u != run_u) {
+      add_compensated(sum, comp, run);
+      run = zero;
+      run_u = p.u;
+    }
+    const vi alive = ((load_u(lanes.out + static_cast<std::size_t>(p.u) * kLanes) |
+                       load_u(lanes.out + static_cast<std::size_t>(p.v) * kLanes)) & ~S) == zero_u;
     if (!any(alive)) continue;
     vd P = one;
     for (std::int32_t e = 0; e < p.count; ++e) {
       const std::int32_t j = pl.feature[p.first + e];
-      if (((any_set >> j) & 1u) == 0) continue;  // a factor of 1.0 in every lane
-      P *= holds(S, j) ? mass(lanes, pl.lo[p.first + e], pl.hi[p.first + e]) : one;
+      if (j >= top || !any((vi)member[j])) continue;  // a factor of 1.0 in every lane
+      P = times_if(P, member[j], mass(lanes, pl.lo[p.first + e], pl.hi[p.first + e]));
     }
-    const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) * load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
-    add_compensated(sum, comp, alive ? (w * P) * mult : zero);
+    const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
+                 load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
+    run += alive ? (w * P) * mult : zero;
   }
+  add_compensated(sum, comp, run);
 }
 
 // PG2 of every prefix of each lane's ranking (see CurveSets).
 void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, std::int64_t n_steps, double mult,
                 double* sum, double* comp) {
   vd D[64];
+  vu member[64 * 64];  // [k][feature]
+  int top = 0;
+  for (std::int64_t k = 0; k < n_steps; ++k) top = membership(c.sets + k * kLanes, member + k * 64);
+  vd run[64];
   const vu zero_u = {};
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   const vd zero = {};
+  for (std::int64_t k = 0; k < n_steps; ++k) run[k] = zero;
+  std::int32_t run_u = pl.n_pairs > 0 ? pl.pairs[0].u : 0;
   for (std::size_t q = 0; q < pl.n_pairs; ++q) {
     const LeafPair& p = pl.pairs[q];
+    if (p.u != run_u) {
+      for (std::int64_t k = 0; k < n_steps; ++k) {
+        add_compensated(sum + k * kLanes, comp + k * kLanes, run[k]);
+        run[k] = zero;
+      }
+      run_u = p.u;
+    }
     // First prefix at which some lane is alive: a lane is alive from the ranking position of
     // the last feature x leaves the box on, if every such feature is perturbed by then.
     std::int64_t k0 = n_steps;
@@ -127,54 +171,69 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
                  load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
     vd P = one;
     for (std::int64_t k = k0; k < n_steps; ++k) {
-      const vu S = load_u(c.sets + k * kLanes);
       // Where no lane's prefix adds a feature of this pair, every lane's product is the
       // previous one, bit for bit; otherwise the canonical product again.
       if (k == k0 || (c.added[k] & p.features) != 0) {
+        const vu* mk = member + k * 64;
         P = one;
         for (std::int32_t e = 0; e < p.count; ++e) {
           if (((c.any[k] >> feature[e]) & 1u) == 0) continue;  // 1.0 in every lane
-          P *= holds(S, feature[e]) ? D[e] : one;
+          P = times_if(P, mk[feature[e]], D[e]);
         }
       }
-      const vi alive = (out & ~S) == zero_u;
-      add_compensated(sum + k * kLanes, comp + k * kLanes, alive ? (w * P) * mult : zero);
+      const vi alive = (out & ~load_u(c.sets + k * kLanes)) == zero_u;
+      run[k] += alive ? (w * P) * mult : zero;
     }
   }
+  for (std::int64_t k = 0; k < n_steps; ++k) add_compensated(sum + k * kLanes, comp + k * kLanes, run[k]);
+  (void)top;
 }
 
 // One greedy step: PG2(S) per lane (canonical, into sum/comp) and, per candidate feature i
 // that can be perturbed, corr[i][lane] with PG2(S + {i}) = PG2(S) + corr[i].
 void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_,
                  const std::uint64_t* cand_, double mult, double* sum, double* comp, double* corr) {
+  vu member[64];
+  const int top = membership(S_, member);
   const vu S = load_u(S_);
   const vu cand = load_u(cand_);
   vd D[64];
   const vu zero_u = {};
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   const vd zero = {};
+  vd run = zero;
+  std::int32_t run_u = pl.n_pairs > 0 ? pl.pairs[0].u : 0;
   for (std::size_t q = 0; q < pl.n_pairs; ++q) {
     const LeafPair& p = pl.pairs[q];
-    const vu rest = (load_u(lanes.out + static_cast<std::size_t>(p.u) * kLanes) | load_u(lanes.out + static_cast<std::size_t>(p.v) * kLanes)) & ~S;
+    if (p.u != run_u) {
+      add_compensated(sum, comp, run);
+      run = zero;
+      run_u = p.u;
+    }
+    const vu rest = (load_u(lanes.out + static_cast<std::size_t>(p.u) * kLanes) |
+                     load_u(lanes.out + static_cast<std::size_t>(p.v) * kLanes)) & ~S;
     // Useful in a lane when the rest is {} or a single candidate.
     const vi useful = ((rest & (rest - 1u)) == zero_u) & ((rest & ~cand) == zero_u);
     if (!any(useful)) continue;
     vd P = one;
     for (std::int32_t e = 0; e < p.count; ++e) {
+      const std::int32_t j = pl.feature[p.first + e];
       D[e] = mass(lanes, pl.lo[p.first + e], pl.hi[p.first + e]);
-      P *= holds(S, pl.feature[p.first + e]) ? D[e] : one;
+      if (j < top) P = times_if(P, member[j], D[e]);
     }
-    const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) * load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
+    const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
+                 load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
     const vd wp = (w * P) * mult;
     const vd base = (rest == zero_u) ? wp : zero;
-    add_compensated(sum, comp, base);
+    run += base;
     for (std::int32_t e = 0; e < p.count; ++e) {
       const std::int32_t i = pl.feature[p.first + e];
       double* c = corr + static_cast<std::size_t>(i) * kLanes;
-      const vi counts = holds(cand, i) & ((rest & ~(std::uint64_t{1} << i)) == zero_u);
+      const vi counts = (((cand >> i) & 1u) != zero_u) & ((rest & ~(std::uint64_t{1} << i)) == zero_u);
       store_d(c, load_d(c) + (counts ? wp * D[e] - base : zero));
     }
   }
+  add_compensated(sum, comp, run);
 }
 
 }  // namespace
