@@ -63,7 +63,8 @@ struct PairPasses {
                  double mult, double* sum, double* comp, double* corr);
 };
 
-// The passes for the CPU this runs on.
+// The passes for the CPU this runs on; the environment variable PGEXACT_PASSES=base or v3
+// caps the level (read once; for tests and comparisons).
 const PairPasses& pair_passes();
 
 namespace isa_base { PairPasses passes(); }

@@ -1,0 +1,156 @@
+"""The leaf-pair kernel (the default) against the previous node-pair walks and the unpruned
+reference, and its promises: the same bits from every SIMD build of its inner loops, and from
+any batch of rows.
+
+test_fast_paths.py checks the default kernel against the reference on awkward rows and random
+models; here the walks it replaced keep their own check (``pairs=False``), and the cases that
+are special to the pair kernel get theirs: LightGBM's missing-value rules with NaN and zeros in
+the rows (pairs are kept when both leaves route the special value their way), categorical
+splits on unperturbed features, and more than one block of rows.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+import xgboost as xgb
+
+import pgexact
+from pgexact import _core
+
+RTOL = 1e-12
+
+
+def _close(fast, ref):
+    fast = np.asarray(fast)
+    assert np.all(fast >= 0.0)
+    np.testing.assert_allclose(fast, np.asarray(ref), rtol=RTOL, atol=1e-300)
+
+
+def _noise(d, seed):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(0.1, 1.2, size=d), rng.choice(np.array([0, 1, 2], np.uint8), size=d)
+
+
+@pytest.fixture(scope="module")
+def xgb_model():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 6))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = np.nan_to_num(X[:, 0]) * np.nan_to_num(X[:, 1]) + np.sin(np.nan_to_num(X[:, 2])) + 0.2 * rng.normal(size=400)
+    model = xgb.XGBRegressor(n_estimators=12, max_depth=4, tree_method="hist", max_bin=32, nthread=1).fit(X, y)
+    return pgexact.load(model), X
+
+
+@pytest.mark.parametrize("pairs", [True, False])
+def test_both_fast_kernels_match_the_reference(xgb_model, pairs):
+    """pairs=False is the node-pair walk the pair kernel replaced; both stay exact."""
+    ens, X = xgb_model
+    rows = X[:20]
+    d = ens.n_features
+    sigma, family = _noise(d, 1)
+    rng = np.random.default_rng(5)
+    for mask in (np.ones(d, np.uint8), (rng.random(d) < 0.5).astype(np.uint8)):
+        _close(_core.pg2(ens._arena, rows, mask, sigma, family, 1, False, pairs=pairs),
+               _core.pg2(ens._arena, rows, mask, sigma, family, 1, True))
+    R = np.array([rng.permutation(d) for _ in range(20)], dtype=np.int64)
+    _close(_core.pg2_curve(ens._arena, rows, R, d, sigma, family, 2, False, pairs=pairs),
+           _core.pg2_curve(ens._arena, rows, R, d, sigma, family, 1, True))
+    rk, curve = _core.greedy_rank(ens._arena, rows, sigma, family, 2, False, pairs=pairs)
+    _close(curve, _core.pg2_curve(ens._arena, rows, rk, d, sigma, family, 1, True))
+
+
+@pytest.mark.parametrize("zero_as_missing", [False, True])
+def test_lightgbm_missing_rules_with_nan_and_zero_rows(zero_as_missing):
+    """Rows with NaN and exact zeros on a LightGBM model with missing-value splits: special
+    values route by the node's rule, not by the interval, so pairs whose intervals do not meet
+    can still hold x; the kernel must keep them."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(600, 4))
+    X[rng.random(X.shape) < 0.15] = np.nan
+    X[rng.random(X.shape) < 0.15] = 0.0
+    y = np.nan_to_num(X[:, 0], nan=2.0) + (X[:, 1] == 0) * 1.5 + np.nan_to_num(X[:, 2]) * 0.5 + 0.1 * rng.normal(size=600)
+    model = lgb.LGBMRegressor(n_estimators=15, num_leaves=12, min_child_samples=5, zero_as_missing=zero_as_missing,
+                              verbose=-1, n_jobs=1).fit(X, y)
+    ens = pgexact.load(model)
+    rows = np.array([[np.nan, 0.0, 0.3, -1.0], [0.0, np.nan, 0.0, 0.5], [1e-36, -0.0, np.nan, np.nan],
+                     [0.2, 0.0, 1.0, 0.0], [np.nan, np.nan, np.nan, 0.1]])
+    d = 4
+    sigma, family = _noise(d, 2)
+    for mask in ([1, 1, 1, 1], [0, 0, 1, 1], [1, 0, 0, 0], [0, 0, 0, 0]):
+        m = np.array(mask, np.uint8)
+        _close(_core.pg2(ens._arena, rows, m, sigma, family, 1, False),
+               _core.pg2(ens._arena, rows, m, sigma, family, 1, True))
+    R = np.array([[3, 1, 0, 2]] * len(rows), dtype=np.int64)
+    _close(_core.pg2_curve(ens._arena, rows, R, d, sigma, family, 1, False),
+           _core.pg2_curve(ens._arena, rows, R, d, sigma, family, 1, True))
+
+
+def test_categorical_feature_left_unperturbed():
+    """A categorical feature is never perturbed; its splits route x exactly."""
+    rng = np.random.default_rng(4)
+    n = 800
+    X = np.column_stack([rng.normal(size=n), rng.integers(0, 6, n).astype(float), rng.normal(size=n)])
+    y = X[:, 0] * (X[:, 1] % 3) + X[:, 2] + 0.1 * rng.normal(size=n)
+    model = lgb.LGBMRegressor(n_estimators=10, num_leaves=8, verbose=-1, n_jobs=1).fit(X, y, categorical_feature=[1])
+    ens = pgexact.load(model)
+    assert ens._arena is not None
+    rows = X[:12]
+    sigma, family = _noise(3, 3)
+    m = np.array([1, 0, 1], np.uint8)
+    _close(_core.pg2(ens._arena, rows, m, sigma, family, 1, False), _core.pg2(ens._arena, rows, m, sigma, family, 1, True))
+    R = np.array([[2, 0, 1]] * 12, dtype=np.int64)
+    _close(_core.pg2_curve(ens._arena, rows, R, 2, sigma, family, 1, False),
+           _core.pg2_curve(ens._arena, rows, R, 2, sigma, family, 1, True))
+
+
+def test_more_rows_than_one_block_and_any_threads(xgb_model):
+    """Blocks of 64 rows: rows of later blocks equal the same rows computed alone."""
+    ens, X = xgb_model
+    d = ens.n_features
+    rows = np.vstack([X[:150], X[:3]])
+    sigma, family = _noise(d, 4)
+    R = np.array([np.random.default_rng(i).permutation(d) for i in range(len(rows))], dtype=np.int64)
+    many = _core.pg2_curve(ens._arena, rows, R, d, sigma, family, 2, False)
+    for i in (0, 63, 64, 100, 149, 150, 152):
+        alone = _core.pg2_curve(ens._arena, rows[i : i + 1], R[i : i + 1], d, sigma, family, 1, False)
+        np.testing.assert_array_equal(many[i], alone[0])
+
+
+def test_every_simd_build_gives_the_same_bits(tmp_path, xgb_model):
+    """The inner loops are built per x86-64 level and picked at run time; each must do the same
+    IEEE operations in the same order. PGEXACT_PASSES caps the level in a fresh process."""
+    ens, X = xgb_model
+    path = tmp_path / "model.bin"
+    import pickle
+
+    path.write_bytes(pickle.dumps((ens, X[:40])))
+    script = textwrap.dedent(f"""
+        import pickle, sys, numpy as np
+        from pgexact import _core
+        ens, rows = pickle.loads(open({str(path)!r}, "rb").read())
+        d = ens.n_features
+        sigma = np.linspace(0.2, 1.0, d); family = np.zeros(d, np.uint8)
+        R = np.array([np.random.default_rng(i).permutation(d) for i in range(len(rows))], dtype=np.int64)
+        out = [_core.pg2(ens._arena, rows, np.ones(d, np.uint8), sigma, family, 1, False),
+               _core.pg2_curve(ens._arena, rows, R, d, sigma, family, 1, False),
+               *_core.greedy_rank(ens._arena, rows, sigma, family, 1, False)]
+        sys.stdout.buffer.write(pickle.dumps(out))
+    """)
+    results = {}
+    for level in ("base", "v3", "best"):
+        env = dict(os.environ)
+        env.pop("PGEXACT_PASSES", None)
+        if level != "best":
+            env["PGEXACT_PASSES"] = level
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, check=True)
+        results[level] = pickle.loads(done.stdout)
+    for level in ("base", "v3"):
+        for a, b in zip(results[level], results["best"]):
+            np.testing.assert_array_equal(a, b)
