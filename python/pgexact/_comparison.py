@@ -30,6 +30,20 @@ def shap_values(model: Any, X: Any, *, output: Optional[int] = None) -> np.ndarr
 
     The column is the one :func:`pgexact.load` explains (margin for boosted classifiers,
     probability of class 1 for binary forest classifiers, ``output`` for multi-class).
+
+    Parameters
+    ----------
+    model : XGBoost, LightGBM or scikit-learn model object
+        The library model (not a TreeEnsemble or a path: SHAP needs the object).
+    X : array_like or DataFrame, shape (n, d)
+        The rows.
+    output : int, optional
+        The output column, as in :func:`pgexact.load`.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, d), float64
+        The SHAP values.
     """
     if _is_pgexact_model(model):
         raise TypeError(
@@ -68,6 +82,16 @@ def shap_ranking(model: Any, X: Any, *, output: Optional[int] = None) -> np.ndar
     ``phi`` are ``shap.TreeExplainer`` values on the model's raw output (see
     :func:`shap_values`). ``model`` must be the library model: a :class:`pgexact.TreeEnsemble`
     or a path raises ``TypeError``.
+
+    Parameters
+    ----------
+    model, X, output
+        As in :func:`shap_values`.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, d), int64
+        The ranking of each row, most important first.
     """
     phi = shap_values(model, X, output=output)
     return ranking_from_attributions(phi, phi.shape[1], phi.shape[0])
@@ -91,6 +115,22 @@ def compare(model: Any, X: Any, *, sigma_rank: Any = 0.3,
 
     The SHAP column needs the library model; for a :class:`pgexact.TreeEnsemble` or a path it
     is left out with a ``UserWarning``.
+
+    Parameters
+    ----------
+    model, X, output
+        As in :func:`pgexact.pgi2`.
+    sigma_rank : float or array_like of shape (d,), default 0.3
+        Noise of the greedy ranking.
+    sigma_eval : sequence of float
+        Noise levels at which PGI² is evaluated.
+    methods : dict of str to array_like, optional
+        More rankings, as attributions.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Mean PGI² per ``sigma_eval`` (rows) and method (columns).
     """
     pd = require("pandas", "compare()")
     levels = as_sigma_list(sigma_eval, "sigma_eval")

@@ -20,8 +20,15 @@ __all__ = ["conciseness", "global_scores", "nmae", "rank_counts"]
 def nmae(exact: Any, approx: Any) -> float:
     """Normalised mean absolute error ``sum |y - y_hat| / sum |y|`` (the paper's NMAE).
 
-    ``exact`` (y) and ``approx`` (y_hat) are arrays of the same shape, summed over every
-    element. When ``sum |y| == 0`` the result is 0.0 if the arrays are equal, else ``inf``.
+    Parameters
+    ----------
+    exact, approx : array_like
+        ``y`` and ``y_hat``, of the same shape; summed over every element.
+
+    Returns
+    -------
+    float
+        The NMAE; when ``sum |y| == 0``, 0.0 if the arrays are equal, else ``inf``.
     """
     y, y_hat = as_same_shape_pair(exact, approx, ("exact", "approx"))
     num = float(np.abs(y - y_hat).sum())
@@ -31,10 +38,20 @@ def nmae(exact: Any, approx: Any) -> float:
     return num / den
 
 
-
 # --------------------------------------------------------------------------- global scores
 def rank_counts(rankings: Any) -> np.ndarray:
-    """``(d, d)`` int64: ``counts[i, k]`` = number of rows in which feature i has rank k+1."""
+    """How often each feature sits at each rank.
+
+    Parameters
+    ----------
+    rankings : array_like of int, shape (n, d) or (d,), or an Explanation
+        Rankings, most important first.
+
+    Returns
+    -------
+    numpy.ndarray of shape (d, d), int64
+        ``counts[i, k]`` = number of rows in which feature i has rank k+1.
+    """
     R = as_rankings(rankings)
     d = R.shape[1]
     counts = np.zeros((d, d), dtype=np.int64)
@@ -54,6 +71,18 @@ def global_scores(rankings: Any, scheme: str = "geom") -> np.ndarray:
     - ``"top1"``, ``"top2"``, ``"top3"`` (any ``"top<K>"``, K <= d):
       ``R_i = #{r : k_r(i) <= K} / n``, the fraction of rows with feature i in the top K
       (NaN for zero rows).
+
+    Parameters
+    ----------
+    rankings : array_like of int, shape (n, d) or (d,), or an Explanation
+        Rankings, most important first.
+    scheme : str, default "geom"
+        ``"geom"`` or ``"top<K>"``.
+
+    Returns
+    -------
+    numpy.ndarray of shape (d,), float64
+        ``R_i`` in column order.
     """
     R = as_rankings(rankings)
     n, d = R.shape
@@ -73,6 +102,16 @@ def conciseness(rankings: Any, scheme: str = "geom") -> float:
     ``-sum_i p_i log2 p_i`` (``0 log 0 = 0``), with ``R_i`` from :func:`global_scores`. Lower
     is more concise: 0 when one feature takes all the mass (only possible for ``top1``),
     ``log2(d)`` at most. NaN for zero rows.
+
+    Parameters
+    ----------
+    rankings, scheme
+        As in :func:`global_scores`.
+
+    Returns
+    -------
+    float
+        The entropy in bits.
     """
     R = global_scores(rankings, scheme)
     total = float(R.sum()) if R.size and np.all(np.isfinite(R)) else 0.0

@@ -241,9 +241,29 @@ def pg2(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike
         ) -> Estimate:
     """Monte Carlo estimate of ``PG2(x, S) = E[(f(x') - f(x))^2]`` for each row of ``X``.
 
-    ``features``: indices or names (the same ``S`` for every row), or a boolean mask of shape
-    ``(n, d)`` / ``(d,)``.  Returns ``(n,)`` float64, or ``(value, standard_error)`` with
-    ``return_se=True``.
+    Parameters
+    ----------
+    model : model object, path or TreeEnsemble
+        A library's own model is predicted with the library's batched predict; a path or a
+        TreeEnsemble with ``TreeEnsemble.predict``.
+    X : array_like or DataFrame, shape (n, d)
+        The rows.
+    features : array_like
+        The perturbed set S: indices or names (the same for every row), or a boolean mask of
+        shape ``(n, d)`` / ``(d,)``.
+    sigma, noise, output, n_jobs
+        As in :func:`pgexact.pg2` (``n_jobs``: the library's threads).
+    n_samples : int, default 1000
+        Perturbed copies per row.
+    seed : int or None, default 0
+        Seed of the noise stream; None for fresh draws.
+    return_se : bool, default False
+        Also return the standard error of each estimate.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,), float64, or a pair of them
+        The estimates, or ``(estimates, standard errors)`` with ``return_se=True``.
     """
     target, A, s, rng, K = _setup(model, X, sigma, noise, n_samples, seed, output, n_jobs)
     n, d = A.shape
@@ -265,8 +285,21 @@ def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: Sigm
               noise: NoiseLike = "normal", output: Optional[int] = None,
               n_samples: int = 1000, seed: Optional[int] = 0, return_se: bool = False,
               n_jobs: Optional[int] = None) -> Estimate:
-    """Monte Carlo ``PG2`` of every top-k prefix of ``ranking``: ``(n, d)``, column ``k-1``
-    is ``S = ranking[:k]``.  ``ranking`` is a ``(d,)`` or ``(n, d)`` permutation."""
+    """Monte Carlo ``PG2`` of every top-k prefix of ``ranking``.
+
+    Parameters
+    ----------
+    ranking : array_like of int, shape (d,) or (n, d)
+        A permutation of the features, most important first.
+    model, X, sigma, noise, output, n_samples, seed, return_se, n_jobs
+        As in :func:`pg2`.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, d), float64, or a pair of them
+        Column ``k-1`` estimates PG2 of ``S = ranking[:k]``; with ``return_se=True`` also the
+        standard errors. All prefixes share the same draws.
+    """
     if ranking is None:
         raise TypeError("ranking: required (a (d,) or (n, d) permutation)")
     r = _curve_stats(model, X, ranking, None, sigma, noise, output, n_samples, seed, n_jobs,
@@ -290,8 +323,20 @@ def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
          ) -> Estimate:
     """Monte Carlo ``PGI2``: the mean of ``PG2`` over the top-k prefixes, k = 1..d.
 
-    The ranking is ``ranking`` (``(d,)`` or ``(n, d)``), or ``argsort(-|attributions|)``
-    (stable), or, when neither is given, the exact greedy ranking ``pgexact.rank``.
+    Parameters
+    ----------
+    ranking : array_like of int, shape (d,) or (n, d), optional
+        A permutation of the features, most important first.
+    attributions : array_like of float, shape (n, d), optional
+        Ranked by ``argsort(-|attributions|)`` (stable). With neither, the exact greedy
+        ranking :func:`pgexact.rank`.
+    model, X, sigma, noise, output, n_samples, seed, return_se, n_jobs
+        As in :func:`pg2`.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,), float64, or a pair of them
+        The estimates, or ``(estimates, standard errors)`` with ``return_se=True``.
     """
     return _averaged(model, X, ranking, attributions, sigma, noise, output, n_samples, seed,
                      return_se, n_jobs, False, "sq_avg")
@@ -302,7 +347,10 @@ def pgu2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
          noise: NoiseLike = "normal", output: Optional[int] = None, n_samples: int = 1000,
          seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None
          ) -> Estimate:
-    """Monte Carlo ``PGU2``: the mean of ``PG2`` over the bottom-k sets, k = 1..d."""
+    """Monte Carlo ``PGU2``: the mean of ``PG2`` over the bottom-k sets, k = 1..d.
+
+    Parameters and Returns as :func:`pgi2`.
+    """
     return _averaged(model, X, ranking, attributions, sigma, noise, output, n_samples, seed,
                      return_se, n_jobs, True, "sq_avg")
 
@@ -312,7 +360,10 @@ def pgi(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
         noise: NoiseLike = "normal", output: Optional[int] = None, n_samples: int = 1000,
         seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None
         ) -> Estimate:
-    """Monte Carlo ``PGI``: the mean over the top-k prefixes of ``E|f(x') - f(x)|``."""
+    """Monte Carlo ``PGI``: the mean over the top-k prefixes of ``E|f(x') - f(x)|``.
+
+    Parameters and Returns as :func:`pgi2`.
+    """
     return _averaged(model, X, ranking, attributions, sigma, noise, output, n_samples, seed,
                      return_se, n_jobs, False, "ab_avg")
 
@@ -322,6 +373,9 @@ def pgu(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
         noise: NoiseLike = "normal", output: Optional[int] = None, n_samples: int = 1000,
         seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None
         ) -> Estimate:
-    """Monte Carlo ``PGU``: the mean over the bottom-k sets of ``E|f(x') - f(x)|``."""
+    """Monte Carlo ``PGU``: the mean over the bottom-k sets of ``E|f(x') - f(x)|``.
+
+    Parameters and Returns as :func:`pgi2`.
+    """
     return _averaged(model, X, ranking, attributions, sigma, noise, output, n_samples, seed,
                      return_se, n_jobs, True, "ab_avg")
