@@ -52,6 +52,42 @@ struct BoxWalker {
   }
 };
 
+// Appends the pair (u, v) with the current box: first the features on which the box is one
+// leaf's own interval (a slot), then the proper intersections, each group in feature order.
+// `cut_u` are the features on which v's path narrowed u's interval (elsewhere the box is u's).
+void emit(const LeafBoxes& boxes, std::int32_t u, std::int32_t v, std::uint64_t cut_u, const std::int32_t* lo,
+          const std::int32_t* hi, PairList& out) {
+  const std::size_t d = static_cast<std::size_t>(boxes.n_features);
+  const std::uint64_t u_own = boxes.constrained[u] & ~cut_u;
+  const std::uint64_t features = boxes.constrained[u] | boxes.constrained[v];
+  const auto first = static_cast<std::int32_t>(out.lo.size());
+  const std::size_t ub = static_cast<std::size_t>(u) * d, vb = static_cast<std::size_t>(v) * d;
+  std::uint64_t computed = 0;
+  for (std::uint64_t f = features; f != 0; f &= f - 1) {
+    const auto j = static_cast<std::size_t>(__builtin_ctzll(f));
+    std::int32_t slot;
+    if ((u_own >> j) & 1u) {
+      slot = boxes.slot_of[ub + j];
+    } else if (boxes.lo[vb + j] == lo[j] && boxes.hi[vb + j] == hi[j]) {
+      slot = boxes.slot_of[vb + j];  // v cuts j (else the box would be u's interval)
+    } else {
+      computed |= std::uint64_t{1} << j;
+      continue;
+    }
+    out.feature.push_back(static_cast<std::uint8_t>(j));
+    out.lo.push_back(slot);
+    out.hi.push_back(-1);
+  }
+  const auto n_slots = static_cast<std::int32_t>(out.lo.size()) - first;
+  for (std::uint64_t f = computed; f != 0; f &= f - 1) {
+    const int j = __builtin_ctzll(f);
+    out.feature.push_back(static_cast<std::uint8_t>(j));
+    out.lo.push_back(lo[j]);
+    out.hi.push_back(hi[j]);
+  }
+  out.pairs.push_back(LeafPair{u, v, first, static_cast<std::int32_t>(out.lo.size()) - first, n_slots, features});
+}
+
 // Depth-first walk of tree s inside the box of one leaf u of another tree.
 struct PairWalker {
   const LeafBoxes& boxes;
@@ -60,19 +96,10 @@ struct PairWalker {
   std::int32_t u;
   std::uint64_t u_constrained, u_nan, u_zero;
 
-  void walk(std::int32_t n, std::uint64_t nan_path, std::uint64_t zero_path) {
+  void walk(std::int32_t n, std::uint64_t nan_path, std::uint64_t zero_path, std::uint64_t cut_u) {
     const LeafBoxes::Node& node = boxes.nodes[n];
     if (node.left < 0) {
-      const std::int32_t v = node.leaf;
-      const std::uint64_t features = u_constrained | boxes.constrained[v];
-      out.pairs.push_back(LeafPair{u, v, static_cast<std::int32_t>(out.lo.size()),
-                                   __builtin_popcountll(features), features});
-      for (std::uint64_t f = features; f != 0; f &= f - 1) {
-        const int j = __builtin_ctzll(f);
-        out.feature.push_back(static_cast<std::uint8_t>(j));
-        out.lo.push_back(box.lo[j]);
-        out.hi.push_back(box.hi[j]);
-      }
+      emit(boxes, u, node.leaf, cut_u, box.lo.data(), box.hi.data(), out);
       return;
     }
     const std::int32_t j = node.feature;
@@ -90,7 +117,8 @@ struct PairWalker {
       // both paths route their way.
       const bool admissible = box.lo[j] < box.hi[j] || ((u_nan & nan_next) >> j & 1u) != 0 ||
                               ((u_zero & zero_next) >> j & 1u) != 0;
-      if (admissible) walk(left ? node.left : node.right, nan_next, zero_next);
+      const bool cut = box.lo[j] != old_lo || box.hi[j] != old_hi;
+      if (admissible) walk(left ? node.left : node.right, nan_next, zero_next, cut ? (cut_u | bit(j)) : cut_u);
       box.lo[j] = old_lo;
       box.hi[j] = old_hi;
     }
@@ -114,6 +142,12 @@ LeafBoxes::LeafBoxes(const Arena& a) : n_features(a.n_features) {
     walker.walk(a.tree_root[t], 0, ~std::uint64_t{0}, ~std::uint64_t{0});
   }
   tree_first.push_back(static_cast<std::int32_t>(leaf_node.size()));
+  slot_of.assign(leaf_node.size() * static_cast<std::size_t>(n_features), -1);
+  for (std::size_t leaf = 0; leaf < leaf_node.size(); ++leaf) {
+    for (std::uint64_t f = constrained[leaf]; f != 0; f &= f - 1) {
+      slot_of[leaf * static_cast<std::size_t>(n_features) + static_cast<std::size_t>(__builtin_ctzll(f))] = n_slots++;
+    }
+  }
   nodes.resize(static_cast<std::size_t>(a.n_nodes()));
   for (std::int32_t n = 0; n < a.n_nodes(); ++n) {
     Node& node = nodes[n];
@@ -133,15 +167,8 @@ void enumerate_pairs(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std
   const auto du = static_cast<std::size_t>(d);
   if (t == s) {
     for (std::int32_t u = boxes.tree_first[t]; u < boxes.tree_first[t + 1]; ++u) {
-      const std::uint64_t features = boxes.constrained[u];
-      out.pairs.push_back(LeafPair{u, u, static_cast<std::int32_t>(out.lo.size()),
-                                   __builtin_popcountll(features), features});
-      for (std::uint64_t f = features; f != 0; f &= f - 1) {
-        const int j = __builtin_ctzll(f);
-        out.feature.push_back(static_cast<std::uint8_t>(j));
-        out.lo.push_back(boxes.lo[static_cast<std::size_t>(u) * du + j]);
-        out.hi.push_back(boxes.hi[static_cast<std::size_t>(u) * du + j]);
-      }
+      const std::size_t base = static_cast<std::size_t>(u) * du;
+      emit(boxes, u, u, 0, boxes.lo.data() + base, boxes.hi.data() + base, out);
     }
     return;
   }
@@ -156,7 +183,7 @@ void enumerate_pairs(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std
     walker.u_constrained = boxes.constrained[u];
     walker.u_nan = boxes.nan_ok[u];
     walker.u_zero = boxes.zero_ok[u];
-    walker.walk(a.tree_root[s], ~std::uint64_t{0}, ~std::uint64_t{0});
+    walker.walk(a.tree_root[s], ~std::uint64_t{0}, ~std::uint64_t{0}, 0);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "pgexact/pair_kernel.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -17,9 +18,20 @@
 namespace pgexact {
 namespace {
 
-// Rows per block: the pairs of a tree pair are enumerated once per block, so larger blocks
-// spread that cost thinner; the block's tables are 16 bytes per boundary and row.
-constexpr std::int64_t kBlockRows = 64;
+// Rows per block: the pairs of a tree pair are enumerated once per block (and per greedy
+// step), so a block holds as many rows as a fixed memory budget allows: per row, 16 bytes per
+// boundary and per leaf (8 more per leaf for curves) and the per-first-tree partial sums.
+// Within a tree pair only the boundaries and leaves of its two trees are read, for every
+// vector of rows, so a large block streams little more than a small one.
+constexpr std::int64_t kBlockBytes = std::int64_t{96} << 20;
+
+std::int64_t block_rows(const Arena& a, const LeafBoxes& boxes, std::int64_t sums_per_row) {
+  const std::int64_t per_row = 16 * static_cast<std::int64_t>(a.bounds.size()) + 24 * boxes.n_leaves() +
+                               8 * boxes.n_slots + 8 * sums_per_row * a.n_trees();
+  std::int64_t rows = kBlockBytes / std::max<std::int64_t>(per_row, 1);
+  rows = std::max<std::int64_t>(8, std::min<std::int64_t>(rows, 4096));
+  return rows / kLanes * kLanes;
+}
 
 inline std::uint64_t bit(std::int32_t j) { return std::uint64_t{1} << j; }
 
@@ -40,6 +52,8 @@ struct Lanes {
   std::vector<double> weight;             // [vector][leaf][lane]: y_u - f_t(x)
   std::vector<std::uint64_t> perturbable;  // [vector][lane]: not NaN in the row, not categorical
   std::vector<std::uint64_t> out_pos;     // [vector][leaf][lane]: `out` by ranking position (curves)
+  std::vector<double> masses;             // [vector][slot][lane]: leaf interval masses
+  std::int64_t n_slots = 0;
 
   const double* at_bound(std::int32_t v, std::int32_t b) const {
     return table.data() + ((static_cast<std::size_t>(v) * n_bounds + b) * 2) * kLanes;
@@ -47,7 +61,8 @@ struct Lanes {
   LaneView view(std::int32_t v) const {
     const std::size_t leaves = static_cast<std::size_t>(v) * static_cast<std::size_t>(n_leaves) * kLanes;
     return LaneView{at_bound(v, 0), out.data() + leaves, weight.data() + leaves,
-                    out_pos.empty() ? nullptr : out_pos.data() + leaves};
+                    out_pos.empty() ? nullptr : out_pos.data() + leaves,
+                    masses.data() + static_cast<std::size_t>(v) * static_cast<std::size_t>(n_slots) * kLanes};
   }
 };
 
@@ -61,6 +76,8 @@ void resize_lanes(const Arena& a, const LeafBoxes& boxes, std::int32_t vectors, 
   lanes.weight.assign(v * static_cast<std::size_t>(lanes.n_leaves) * kLanes, 0.0);
   lanes.perturbable.assign(v * kLanes, 0);
   lanes.out_pos.clear();
+  lanes.n_slots = boxes.n_slots;
+  lanes.masses.assign(v * static_cast<std::size_t>(boxes.n_slots) * kLanes, 0.0);
 }
 
 // Fills lane l of vector v for row x.
@@ -92,6 +109,20 @@ void fill_lane(const Arena& a, const Noise& noise, const LeafBoxes& boxes, const
     }
   }
   lanes.perturbable[static_cast<std::size_t>(v) * kLanes + l] = perturbable;
+  // Each leaf's interval masses, with the very operations of the passes' mass() (so a slot
+  // gives the bits the table would).
+  const std::size_t d = static_cast<std::size_t>(a.n_features);
+  const double* table = lanes.table.data() + (static_cast<std::size_t>(v) * lanes.n_bounds * 2) * kLanes + l;
+  double* masses = lanes.masses.data() + static_cast<std::size_t>(v) * static_cast<std::size_t>(lanes.n_slots) * kLanes + l;
+  for (std::size_t leaf = 0; leaf < boxes.leaf_node.size(); ++leaf) {
+    for (std::uint64_t f = boxes.constrained[leaf]; f != 0; f &= f - 1) {
+      const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
+      const double* lo = table + static_cast<std::size_t>(boxes.lo[leaf * d + j]) * 2 * kLanes;
+      const double* hi = table + static_cast<std::size_t>(boxes.hi[leaf * d + j]) * 2 * kLanes;
+      const double m = (hi[0] - lo[0]) + (hi[kLanes] - lo[kLanes]);
+      masses[static_cast<std::size_t>(boxes.slot_of[leaf * d + j]) * kLanes] = m > 0.0 ? m : 0.0;
+    }
+  }
   // Route x through every tree, marking per leaf the features on which x leaves its path.
   const std::size_t base = static_cast<std::size_t>(v) * static_cast<std::size_t>(lanes.n_leaves);
   for (std::int64_t t = 0; t < a.n_trees(); ++t) {
@@ -170,13 +201,39 @@ void for_each_first_tree(const Arena& a, int threads, Body&& body) {
   (void)threads;
 }
 
-// Pairs of (t, s) for s >= t into scratch.pairs; returns the multiplicity of their terms.
-inline double pairs_of(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std::int64_t s,
-                       ThreadScratch& scratch) {
-  scratch.pairs.clear();
-  enumerate_pairs(a, boxes, t, s, scratch.box, scratch.pairs);
-  return s == t ? 1.0 : 2.0;
-}
+// Enumerated pairs kept for the rest of one call (later blocks of rows, later greedy steps),
+// tree pair by tree pair, until a fixed budget is spent; the others are enumerated again each
+// time. Which lists are kept depends on thread timing, but a list is the same whether kept or
+// enumerated again, so results do not.
+class PairCache {
+ public:
+  explicit PairCache(std::int64_t n_trees)
+      : n_trees_(n_trees), lists_(static_cast<std::size_t>(n_trees * n_trees)), kept_(lists_.size(), 0) {}
+
+  // The pairs of (t, s), s >= t; each (t, s) is only ever asked for by one thread at a time.
+  const PairList& get(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std::int64_t s, ThreadScratch& scratch) {
+    const auto at = static_cast<std::size_t>(t * n_trees_ + s);
+    if (kept_[at]) return lists_[at];
+    scratch.pairs.clear();
+    enumerate_pairs(a, boxes, t, s, scratch.box, scratch.pairs);
+    const PairList& fresh = scratch.pairs;
+    const auto bytes = static_cast<std::int64_t>(fresh.pairs.size() * sizeof(LeafPair) + fresh.lo.size() * 9);
+    if (used_.fetch_add(bytes) + bytes <= kBudget) {
+      lists_[at] = fresh;
+      kept_[at] = 1;
+      return lists_[at];
+    }
+    used_.fetch_sub(bytes);
+    return fresh;
+  }
+
+ private:
+  static constexpr std::int64_t kBudget = std::int64_t{192} << 20;
+  std::int64_t n_trees_;
+  std::vector<PairList> lists_;
+  std::vector<std::uint8_t> kept_;
+  std::atomic<std::int64_t> used_{0};
+};
 
 // Adds the per-t partial sums (sum + comp, `width` values per t) in order of t into out, clamped.
 void reduce_trees(const std::vector<double>& sum, const std::vector<double>& comp, std::int64_t n_trees,
@@ -224,14 +281,16 @@ void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t
   check_features(a);
   const PairPasses& passes = pair_passes();
   const LeafBoxes boxes(a);
+  PairCache cache(a.n_trees());
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
   const int threads = threads_for(n_threads, std::max<std::int64_t>(n_trees, n_rows));
   Lanes lanes;
   std::vector<double> sum, comp, total;
   std::vector<std::uint64_t> sets;
-  for (std::int64_t r0 = 0; r0 < n_rows; r0 += kBlockRows) {
-    const std::int64_t rows = std::min(kBlockRows, n_rows - r0);
+  const std::int64_t block = block_rows(a, boxes, 2);
+  for (std::int64_t r0 = 0; r0 < n_rows; r0 += block) {
+    const std::int64_t rows = std::min(block, n_rows - r0);
     fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
     const std::size_t width = static_cast<std::size_t>(lanes.vectors) * kLanes;
     sets.assign(width, 0);
@@ -247,8 +306,8 @@ void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t
       double* st = sum.data() + static_cast<std::size_t>(t) * width;
       double* ct = comp.data() + static_cast<std::size_t>(t) * width;
       for (std::int64_t s = t; s < n_trees; ++s) {
-        const double mult = pairs_of(a, boxes, t, s, scratch);
-        const PairView view = scratch.pairs.view();
+        const double mult = s == t ? 1.0 : 2.0;  // the pairs of (t, s) and of (s, t)
+        const PairView view = cache.get(a, boxes, t, s, scratch).view();
         for (std::int32_t v = 0; v < lanes.vectors; ++v) {
           passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
         }
@@ -266,14 +325,16 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
   if (n_steps == 0) return;
   const PairPasses& passes = pair_passes();
   const LeafBoxes boxes(a);
+  PairCache cache(a.n_trees());
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
   const int threads = threads_for(n_threads, std::max<std::int64_t>(n_trees, n_rows));
   Lanes lanes;
   std::vector<double> sum, comp, total;
   std::vector<std::uint64_t> sets, never, added, any_set;  // see CurveSets
-  for (std::int64_t r0 = 0; r0 < n_rows; r0 += kBlockRows) {
-    const std::int64_t rows = std::min(kBlockRows, n_rows - r0);
+  const std::int64_t block = block_rows(a, boxes, 2 * n_steps);
+  for (std::int64_t r0 = 0; r0 < n_rows; r0 += block) {
+    const std::int64_t rows = std::min(block, n_rows - r0);
     fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
     const std::size_t lanes_total = static_cast<std::size_t>(lanes.vectors) * kLanes;
     const std::size_t width = lanes_total * static_cast<std::size_t>(n_steps);
@@ -315,8 +376,8 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
       double* st = sum.data() + static_cast<std::size_t>(t) * width;
       double* ct = comp.data() + static_cast<std::size_t>(t) * width;
       for (std::int64_t s = t; s < n_trees; ++s) {
-        const double mult = pairs_of(a, boxes, t, s, scratch);
-        const PairView view = scratch.pairs.view();
+        const double mult = s == t ? 1.0 : 2.0;  // the pairs of (t, s) and of (s, t)
+        const PairView view = cache.get(a, boxes, t, s, scratch).view();
         for (std::int32_t v = 0; v < lanes.vectors; ++v) {
           const CurveSets c{sets.data() + v * per_vector, never.data() + v * kLanes, added.data() + v * n_steps,
                             any_set.data() + v * n_steps};
@@ -339,6 +400,7 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
   check_features(a);
   const PairPasses& passes = pair_passes();
   const LeafBoxes boxes(a);
+  PairCache cache(a.n_trees());
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
   const int threads = threads_for(n_threads, std::max<std::int64_t>(n_trees, n_rows));
@@ -353,8 +415,9 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
   Lanes lanes;
   std::vector<double> sum, comp, total, corr, corr_total;
   std::vector<std::uint64_t> chosen, cand;
-  for (std::int64_t r0 = 0; r0 < n_rows; r0 += kBlockRows) {
-    const std::int64_t rows = std::min(kBlockRows, n_rows - r0);
+  const std::int64_t block = block_rows(a, boxes, 2 + 64);
+  for (std::int64_t r0 = 0; r0 < n_rows; r0 += block) {
+    const std::int64_t rows = std::min(block, n_rows - r0);
     fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
     const std::size_t width = static_cast<std::size_t>(lanes.vectors) * kLanes;
     const std::size_t corr_width = width * 64;
@@ -377,8 +440,8 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
         double* ct = comp.data() + static_cast<std::size_t>(t) * width;
         double* rt = ranking ? corr.data() + static_cast<std::size_t>(t) * corr_width : nullptr;
         for (std::int64_t s = t; s < n_trees; ++s) {
-          const double mult = pairs_of(a, boxes, t, s, scratch);
-        const PairView view = scratch.pairs.view();
+          const double mult = s == t ? 1.0 : 2.0;  // the pairs of (t, s) and of (s, t)
+        const PairView view = cache.get(a, boxes, t, s, scratch).view();
           for (std::int32_t v = 0; v < lanes.vectors; ++v) {
             if (ranking) {
               passes.greedy(view, lanes.view(v), sets.data() + v * kLanes, cand.data() + v * kLanes, mult,

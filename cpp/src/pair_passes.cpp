@@ -71,14 +71,22 @@ __attribute__((always_inline)) inline vi holds(vu S, std::int32_t j) {
 }
 
 // ---- one pass over a tree pair's pairs, for one lane vector --------------------------------
-// P(box) of a lane's set is the product of the masses of its perturbed features in increasing
-// feature order (multiplying by 1.0 elsewhere is exact): the canonical product, the same in
-// all three passes. Membership of a feature in each lane's set is precomputed once per call
+// P(box) of a lane's set is the product of the masses of its perturbed features in the pair's
+// fixed entry order (multiplying by 1.0 elsewhere is exact): the canonical product, the same
+// in all three passes. Membership of a feature in each lane's set is precomputed once per call
 // as a lane mask, so a factor costs a masked multiply.
 //
 // Terms are added plainly over the pairs of one leaf u of the first tree (at most the leaves of
 // the second tree intersecting u's box), then the run is added, compensated, into the sums:
 // pairs come ordered by u.
+
+// Mass of entry e of pair p: a leaf's precomputed slot, or the intersection from the tables.
+__attribute__((always_inline)) inline vd entry_mass(const PairView& pl, const LaneView& lanes, const LeafPair& p,
+                                                    std::int32_t e) {
+  const std::int32_t lo = pl.lo[p.first + e];
+  if (e < p.n_slots) return load_d(lanes.masses + static_cast<std::size_t>(lo) * kLanes);
+  return mass(lanes, lo, pl.hi[p.first + e]);
+}
 
 // Lane masks of every feature up to the highest one in any lane of `sets`.
 __attribute__((always_inline)) inline int membership(const std::uint64_t* sets, vu* member) {
@@ -121,7 +129,7 @@ void eval_set(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_
     for (std::int32_t e = 0; e < p.count; ++e) {
       const std::int32_t j = pl.feature[p.first + e];
       if (j >= top || !any((vi)member[j])) continue;  // a factor of 1.0 in every lane
-      P = times_if(P, member[j], mass(lanes, pl.lo[p.first + e], pl.hi[p.first + e]));
+      P = times_if(P, member[j], entry_mass(pl, lanes, p, e));
     }
     const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
                  load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
@@ -166,7 +174,8 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
     const vu out = load_u(lanes.out + static_cast<std::size_t>(p.u) * kLanes) |
                    load_u(lanes.out + static_cast<std::size_t>(p.v) * kLanes);
     const std::uint8_t* feature = pl.feature + p.first;
-    for (std::int32_t e = 0; e < p.count; ++e) D[e] = mass(lanes, pl.lo[p.first + e], pl.hi[p.first + e]);
+    for (std::int32_t e = 0; e < p.n_slots; ++e) D[e] = load_d(lanes.masses + static_cast<std::size_t>(pl.lo[p.first + e]) * kLanes);
+    for (std::int32_t e = p.n_slots; e < p.count; ++e) D[e] = mass(lanes, pl.lo[p.first + e], pl.hi[p.first + e]);
     const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
                  load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
     vd P = one;
@@ -218,7 +227,7 @@ void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t*
     vd P = one;
     for (std::int32_t e = 0; e < p.count; ++e) {
       const std::int32_t j = pl.feature[p.first + e];
-      D[e] = mass(lanes, pl.lo[p.first + e], pl.hi[p.first + e]);
+      D[e] = entry_mass(pl, lanes, p, e);
       if (j < top) P = times_if(P, member[j], D[e]);
     }
     const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *

@@ -35,6 +35,10 @@ struct LeafBoxes {
   std::vector<std::int32_t> lo, hi;      // [leaf * n_features + j]
   std::vector<std::uint64_t> constrained;  // per leaf: features its path narrows
   std::vector<std::uint64_t> nan_ok, zero_ok;  // per leaf: features on which the value reaches it
+  // Per leaf and feature it cuts, a slot for the mass of its interval (rows compute them once);
+  // slot_of[leaf * n_features + j] is -1 where the leaf does not cut j.
+  std::vector<std::int32_t> slot_of;
+  std::int32_t n_slots = 0;
   // Per node, what the pair walk reads, packed: the pair walk visits a node per leaf of the
   // other tree, so it should not call back into the arena.
   struct Node {

@@ -17,10 +17,15 @@ namespace pgexact {
 inline constexpr int kLanes = 8;
 
 // One intersecting leaf pair (leaf_pairs.hpp): global leaf indices, and the features on which
-// the intersection box is narrower than the real line, from `first` in the feature/lo/hi lists.
+// the intersection box is narrower than the real line, `count` entries from `first` in the
+// feature/lo/hi lists. The first `n_slots` entries are intervals of one of the two leaves
+// (the other does not cut them): their mass is precomputed per leaf, and `lo` holds its slot;
+// the rest are proper intersections [lo, hi) computed from the boundary tables. Each group is
+// in increasing feature order, slots first: the fixed order of the pair's product.
 struct LeafPair {
   std::int32_t u, v;
   std::int32_t first, count;
+  std::int32_t n_slots;
   std::uint64_t features;
 };
 
@@ -33,13 +38,14 @@ struct PairView {
 };
 
 // One vector of rows: boundary tables [boundary][T | I][lane], per-leaf out masks and weights
-// [leaf][lane]; for curves, the out masks again with bit k for the feature at ranking
+// [leaf][lane], leaf interval masses [slot][lane]; for curves, the out masks again with bit k for the feature at ranking
 // position k of the lane's row.
 struct LaneView {
   const double* table;
   const std::uint64_t* out;
   const double* weight;
   const std::uint64_t* out_pos;
+  const double* masses;  // [slot][lane]: mass of each leaf's interval on each feature it cuts
 };
 
 // The prefixes of one vector of rows: sets[k][lane] (features), never[lane] (ranking positions
