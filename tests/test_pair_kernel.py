@@ -154,3 +154,21 @@ def test_every_simd_build_gives_the_same_bits(tmp_path, xgb_model):
     for level in ("base", "v3"):
         for a, b in zip(results[level], results["best"]):
             np.testing.assert_array_equal(a, b)
+
+
+def test_trees_with_more_leaves_than_one_chunk():
+    """Trees with hundreds of leaves are enumerated 64 leaves of the first tree at a time."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(3000, 5))
+    y = np.sin(3 * X[:, 0]) * X[:, 1] + X[:, 2] * X[:, 3] + 0.1 * rng.normal(size=3000)
+    model = xgb.XGBRegressor(n_estimators=3, max_depth=9, tree_method="hist", max_bin=64, nthread=1).fit(X, y)
+    ens = pgexact.load(model)
+    leaves = model.get_booster().trees_to_dataframe().query("Feature == 'Leaf'").groupby("Tree").size()
+    assert leaves.max() > 64
+    rows = X[:10]
+    sigma, family = _noise(5, 6)
+    R = np.array([np.random.default_rng(i).permutation(5) for i in range(10)], dtype=np.int64)
+    _close(_core.pg2_curve(ens._arena, rows, R, 5, sigma, family, 2, False),
+           _core.pg2_curve(ens._arena, rows, R, 5, sigma, family, 1, True))
+    rk, curve = _core.greedy_rank(ens._arena, rows, sigma, family, 2, False)
+    _close(curve, _core.pg2_curve(ens._arena, rows, rk, 5, sigma, family, 1, True))

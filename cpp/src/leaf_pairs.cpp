@@ -161,12 +161,12 @@ LeafBoxes::LeafBoxes(const Arena& a) : n_features(a.n_features) {
   }
 }
 
-void enumerate_pairs(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std::int64_t s, PairScratch& scratch,
-                     PairList& out) {
+void enumerate_pairs(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std::int64_t s, std::int32_t u_begin,
+                     std::int32_t u_end, PairScratch& scratch, PairList& out) {
   const std::int32_t d = boxes.n_features;
   const auto du = static_cast<std::size_t>(d);
   if (t == s) {
-    for (std::int32_t u = boxes.tree_first[t]; u < boxes.tree_first[t + 1]; ++u) {
+    for (std::int32_t u = u_begin; u < u_end; ++u) {
       const std::size_t base = static_cast<std::size_t>(u) * du;
       emit(boxes, u, u, 0, boxes.lo.data() + base, boxes.hi.data() + base, out);
     }
@@ -175,7 +175,7 @@ void enumerate_pairs(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std
   scratch.lo.resize(du);
   scratch.hi.resize(du);
   PairWalker walker{boxes, scratch, out, 0, 0, 0, 0};
-  for (std::int32_t u = boxes.tree_first[t]; u < boxes.tree_first[t + 1]; ++u) {
+  for (std::int32_t u = u_begin; u < u_end; ++u) {
     const std::size_t base = static_cast<std::size_t>(u) * du;
     std::copy(boxes.lo.begin() + base, boxes.lo.begin() + base + du, scratch.lo.begin());
     std::copy(boxes.hi.begin() + base, boxes.hi.begin() + base + du, scratch.hi.begin());

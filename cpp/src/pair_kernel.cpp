@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <unordered_map>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -201,28 +202,37 @@ void for_each_first_tree(const Arena& a, int threads, Body&& body) {
   (void)threads;
 }
 
+// Leaves of the first tree per enumerated chunk: a chunk's list holds at most 64 times the
+// leaves of the second tree, so per-thread memory stays bounded however deep the trees.
+constexpr std::int32_t kChunkLeaves = 64;
+
+inline std::int32_t chunks_of(const LeafBoxes& boxes, std::int64_t t) {
+  return (boxes.tree_first[t + 1] - boxes.tree_first[t] + kChunkLeaves - 1) / kChunkLeaves;
+}
+
 // Enumerated pairs kept for the rest of one call (later blocks of rows, later greedy steps),
-// tree pair by tree pair, until a fixed budget is spent; the others are enumerated again each
-// time. Which lists are kept depends on thread timing, but a list is the same whether kept or
-// enumerated again, so results do not.
+// list by list, until a fixed budget is spent; the others are enumerated again each time.
+// Which lists are kept depends on thread timing, but a list is the same whether kept or
+// enumerated again, so results do not. Lists of first tree t are only ever touched by the one
+// thread running t in a pass, so each t has its own map and no lock is needed.
 class PairCache {
  public:
-  explicit PairCache(std::int64_t n_trees)
-      : n_trees_(n_trees), lists_(static_cast<std::size_t>(n_trees * n_trees)), kept_(lists_.size(), 0) {}
+  explicit PairCache(std::int64_t n_trees) : n_trees_(n_trees), kept_(static_cast<std::size_t>(n_trees)) {}
 
-  // The pairs of (t, s), s >= t; each (t, s) is only ever asked for by one thread at a time.
-  const PairList& get(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std::int64_t s, ThreadScratch& scratch) {
-    const auto at = static_cast<std::size_t>(t * n_trees_ + s);
-    if (kept_[at]) return lists_[at];
+  // The pairs of (t, s), s >= t, for chunk c of t's leaves.
+  const PairList& get(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std::int64_t s, std::int32_t c,
+                      ThreadScratch& scratch) {
+    auto& mine = kept_[static_cast<std::size_t>(t)];
+    const std::int64_t key = s * 1048576 + c;
+    const auto hit = mine.find(key);
+    if (hit != mine.end()) return hit->second;
+    const std::int32_t begin = boxes.tree_first[t] + c * kChunkLeaves;
+    const std::int32_t end = std::min(boxes.tree_first[t + 1], begin + kChunkLeaves);
     scratch.pairs.clear();
-    enumerate_pairs(a, boxes, t, s, scratch.box, scratch.pairs);
+    enumerate_pairs(a, boxes, t, s, begin, end, scratch.box, scratch.pairs);
     const PairList& fresh = scratch.pairs;
-    const auto bytes = static_cast<std::int64_t>(fresh.pairs.size() * sizeof(LeafPair) + fresh.lo.size() * 9);
-    if (used_.fetch_add(bytes) + bytes <= kBudget) {
-      lists_[at] = fresh;
-      kept_[at] = 1;
-      return lists_[at];
-    }
+    const auto bytes = static_cast<std::int64_t>(fresh.pairs.size() * sizeof(LeafPair) + fresh.lo.size() * 9 + 128);
+    if (used_.fetch_add(bytes) + bytes <= kBudget) return mine.emplace(key, fresh).first->second;
     used_.fetch_sub(bytes);
     return fresh;
   }
@@ -230,8 +240,7 @@ class PairCache {
  private:
   static constexpr std::int64_t kBudget = std::int64_t{192} << 20;
   std::int64_t n_trees_;
-  std::vector<PairList> lists_;
-  std::vector<std::uint8_t> kept_;
+  std::vector<std::unordered_map<std::int64_t, PairList>> kept_;
   std::atomic<std::int64_t> used_{0};
 };
 
@@ -305,9 +314,9 @@ void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t
     for_each_first_tree(a, threads, [&](ThreadScratch& scratch, std::int64_t t) {
       double* st = sum.data() + static_cast<std::size_t>(t) * width;
       double* ct = comp.data() + static_cast<std::size_t>(t) * width;
-      for (std::int64_t s = t; s < n_trees; ++s) {
+      for (std::int64_t s = t; s < n_trees; ++s) for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
         const double mult = s == t ? 1.0 : 2.0;  // the pairs of (t, s) and of (s, t)
-        const PairView view = cache.get(a, boxes, t, s, scratch).view();
+        const PairView view = cache.get(a, boxes, t, s, chunk, scratch).view();
         for (std::int32_t v = 0; v < lanes.vectors; ++v) {
           passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
         }
@@ -375,9 +384,9 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
     for_each_first_tree(a, threads, [&](ThreadScratch& scratch, std::int64_t t) {
       double* st = sum.data() + static_cast<std::size_t>(t) * width;
       double* ct = comp.data() + static_cast<std::size_t>(t) * width;
-      for (std::int64_t s = t; s < n_trees; ++s) {
+      for (std::int64_t s = t; s < n_trees; ++s) for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
         const double mult = s == t ? 1.0 : 2.0;  // the pairs of (t, s) and of (s, t)
-        const PairView view = cache.get(a, boxes, t, s, scratch).view();
+        const PairView view = cache.get(a, boxes, t, s, chunk, scratch).view();
         for (std::int32_t v = 0; v < lanes.vectors; ++v) {
           const CurveSets c{sets.data() + v * per_vector, never.data() + v * kLanes, added.data() + v * n_steps,
                             any_set.data() + v * n_steps};
@@ -439,9 +448,9 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
         double* st = sum.data() + static_cast<std::size_t>(t) * width;
         double* ct = comp.data() + static_cast<std::size_t>(t) * width;
         double* rt = ranking ? corr.data() + static_cast<std::size_t>(t) * corr_width : nullptr;
-        for (std::int64_t s = t; s < n_trees; ++s) {
+        for (std::int64_t s = t; s < n_trees; ++s) for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
           const double mult = s == t ? 1.0 : 2.0;  // the pairs of (t, s) and of (s, t)
-        const PairView view = cache.get(a, boxes, t, s, scratch).view();
+          const PairView view = cache.get(a, boxes, t, s, chunk, scratch).view();
           for (std::int32_t v = 0; v < lanes.vectors; ++v) {
             if (ranking) {
               passes.greedy(view, lanes.view(v), sets.data() + v * kLanes, cand.data() + v * kLanes, mult,

@@ -75,7 +75,9 @@ struct PairScratch {
 // Appends to `out` the intersecting leaf pairs of trees t and s (t != s), in a fixed order
 // (leaves of t in order, then a depth-first walk of s, left first). With t == s: every leaf
 // with itself.
+// Only the leaves u of t with index in [u_begin, u_end) (global leaf indices): large trees are
+// enumerated a chunk of leaves at a time, so a list never outgrows a chunk.
 void enumerate_pairs(const Arena& arena, const LeafBoxes& boxes, std::int64_t t, std::int64_t s,
-                     PairScratch& scratch, PairList& out);
+                     std::int32_t u_begin, std::int32_t u_end, PairScratch& scratch, PairList& out);
 
 }  // namespace pgexact
