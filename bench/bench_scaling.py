@@ -15,7 +15,6 @@ XGBoost models. Writes a section of bench/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import bench_xgboost as bx  # noqa: E402  (the paper's data loaders, split and standardisation)
+from bench_performance import _median_time as _median  # noqa: E402
 
 import pgexact  # noqa: E402
 from pgexact import _core  # noqa: E402
@@ -58,15 +58,6 @@ def _models(data_dir: Path, quick: bool):
     if not quick:
         out.append(("XGBoost 400×d6, d=8", "≤ 70", xgbr(400, 6, X8, y8), X8))
     return out
-
-
-def _median(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def _measure(model, X, rows: int, threads: int, repeats: int, old: bool, rank: bool, seed: int = 1):

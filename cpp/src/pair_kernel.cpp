@@ -158,8 +158,6 @@ struct ThreadScratch {
   std::vector<std::pair<std::int32_t, std::uint64_t>> stack;
 };
 
-int threads_for(int n_threads, std::int64_t work_items) { return resolve_threads(n_threads, work_items); }
-
 // Fills the lanes of rows r0 .. r0 + rows (padding lanes repeat the first row).
 void fill_block(const Arena& a, const Noise& noise, const LeafBoxes& boxes, const double* X, std::int64_t r0,
                 std::int64_t rows, int threads, Lanes& lanes) {
@@ -244,6 +242,39 @@ class PairCache {
   std::atomic<std::int64_t> used_{0};
 };
 
+// What every driver sets up once per call: the leaf boxes, the pair cache, the passes for this
+// CPU and the thread count. run(body) calls body(t, pairs, mult) for every pair list (s >= t,
+// chunk by chunk), in parallel over the first tree t; mult is 2 for t != s (the pairs of (s, t)
+// are the same terms).
+class PairSweep {
+ public:
+  PairSweep(const Arena& a, int n_threads, std::int64_t n_rows)
+      : arena(a),
+        boxes(a),
+        passes(pair_passes()),
+        threads(resolve_threads(n_threads, std::max<std::int64_t>(a.n_trees(), n_rows))),
+        cache_(a.n_trees()) {}
+
+  template <typename Body>
+  void run(Body&& body) {
+    for_each_first_tree(arena, threads, [&](ThreadScratch& scratch, std::int64_t t) {
+      for (std::int64_t s = t; s < arena.n_trees(); ++s) {
+        for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
+          body(t, cache_.get(arena, boxes, t, s, chunk, scratch).view(), s == t ? 1.0 : 2.0);
+        }
+      }
+    });
+  }
+
+  const Arena& arena;
+  const LeafBoxes boxes;
+  const PairPasses& passes;
+  const int threads;
+
+ private:
+  PairCache cache_;
+};
+
 // Adds the per-t partial sums (sum + comp, `width` values per t) in order of t into out, clamped.
 void reduce_trees(const std::vector<double>& sum, const std::vector<double>& comp, std::int64_t n_trees,
                   std::size_t width, std::vector<double>& out) {
@@ -288,12 +319,11 @@ bool pairs_apply(const Arena& a) {
 void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out) {
   check_features(a);
-  const PairPasses& passes = pair_passes();
-  const LeafBoxes boxes(a);
-  PairCache cache(a.n_trees());
+  PairSweep sweep(a, n_threads, n_rows);
+  const LeafBoxes& boxes = sweep.boxes;
+  const int threads = sweep.threads;
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
-  const int threads = threads_for(n_threads, std::max<std::int64_t>(n_trees, n_rows));
   Lanes lanes;
   std::vector<double> sum, comp, total;
   std::vector<std::uint64_t> sets;
@@ -311,15 +341,11 @@ void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t
     }
     sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
     comp.assign(sum.size(), 0.0);
-    for_each_first_tree(a, threads, [&](ThreadScratch& scratch, std::int64_t t) {
+    sweep.run([&](std::int64_t t, const PairView& view, double mult) {
       double* st = sum.data() + static_cast<std::size_t>(t) * width;
       double* ct = comp.data() + static_cast<std::size_t>(t) * width;
-      for (std::int64_t s = t; s < n_trees; ++s) for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
-        const double mult = s == t ? 1.0 : 2.0;  // the pairs of (t, s) and of (s, t)
-        const PairView view = cache.get(a, boxes, t, s, chunk, scratch).view();
-        for (std::int32_t v = 0; v < lanes.vectors; ++v) {
-          passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
-        }
+      for (std::int32_t v = 0; v < lanes.vectors; ++v) {
+        sweep.passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
       }
     });
     reduce_trees(sum, comp, n_trees, width, total);
@@ -332,12 +358,11 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
                      double* out) {
   check_features(a);
   if (n_steps == 0) return;
-  const PairPasses& passes = pair_passes();
-  const LeafBoxes boxes(a);
-  PairCache cache(a.n_trees());
+  PairSweep sweep(a, n_threads, n_rows);
+  const LeafBoxes& boxes = sweep.boxes;
+  const int threads = sweep.threads;
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
-  const int threads = threads_for(n_threads, std::max<std::int64_t>(n_trees, n_rows));
   Lanes lanes;
   std::vector<double> sum, comp, total;
   std::vector<std::uint64_t> sets, never, added, any_set;  // see CurveSets
@@ -381,17 +406,13 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
     sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
     comp.assign(sum.size(), 0.0);
     const std::size_t per_vector = static_cast<std::size_t>(n_steps) * kLanes;
-    for_each_first_tree(a, threads, [&](ThreadScratch& scratch, std::int64_t t) {
+    sweep.run([&](std::int64_t t, const PairView& view, double mult) {
       double* st = sum.data() + static_cast<std::size_t>(t) * width;
       double* ct = comp.data() + static_cast<std::size_t>(t) * width;
-      for (std::int64_t s = t; s < n_trees; ++s) for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
-        const double mult = s == t ? 1.0 : 2.0;  // the pairs of (t, s) and of (s, t)
-        const PairView view = cache.get(a, boxes, t, s, chunk, scratch).view();
-        for (std::int32_t v = 0; v < lanes.vectors; ++v) {
-          const CurveSets c{sets.data() + v * per_vector, never.data() + v * kLanes, added.data() + v * n_steps,
-                            any_set.data() + v * n_steps};
-          passes.curve(view, lanes.view(v), c, n_steps, mult, st + v * per_vector, ct + v * per_vector);
-        }
+      for (std::int32_t v = 0; v < lanes.vectors; ++v) {
+        const CurveSets c{sets.data() + v * per_vector, never.data() + v * kLanes, added.data() + v * n_steps,
+                          any_set.data() + v * n_steps};
+        sweep.passes.curve(view, lanes.view(v), c, n_steps, mult, st + v * per_vector, ct + v * per_vector);
       }
     });
     reduce_trees(sum, comp, n_trees, width, total);
@@ -407,12 +428,11 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
 void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,
                        std::int64_t* ranking_out, double* curve_out) {
   check_features(a);
-  const PairPasses& passes = pair_passes();
-  const LeafBoxes boxes(a);
-  PairCache cache(a.n_trees());
+  PairSweep sweep(a, n_threads, n_rows);
+  const LeafBoxes& boxes = sweep.boxes;
+  const int threads = sweep.threads;
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
-  const int threads = threads_for(n_threads, std::max<std::int64_t>(n_trees, n_rows));
   std::uint64_t numeric = 0;  // features that can be chosen
   std::int64_t n_candidates = 0;
   for (std::int64_t j = 0; j < d; ++j) {
@@ -444,20 +464,16 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
       sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
       comp.assign(sum.size(), 0.0);
       corr.assign(ranking ? static_cast<std::size_t>(n_trees) * corr_width : 0, 0.0);
-      for_each_first_tree(a, threads, [&](ThreadScratch& scratch, std::int64_t t) {
+      sweep.run([&](std::int64_t t, const PairView& view, double mult) {
         double* st = sum.data() + static_cast<std::size_t>(t) * width;
         double* ct = comp.data() + static_cast<std::size_t>(t) * width;
-        double* rt = ranking ? corr.data() + static_cast<std::size_t>(t) * corr_width : nullptr;
-        for (std::int64_t s = t; s < n_trees; ++s) for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
-          const double mult = s == t ? 1.0 : 2.0;  // the pairs of (t, s) and of (s, t)
-          const PairView view = cache.get(a, boxes, t, s, chunk, scratch).view();
-          for (std::int32_t v = 0; v < lanes.vectors; ++v) {
-            if (ranking) {
-              passes.greedy(view, lanes.view(v), sets.data() + v * kLanes, cand.data() + v * kLanes, mult,
-                            st + v * kLanes, ct + v * kLanes, rt + static_cast<std::size_t>(v) * 64 * kLanes);
-            } else {
-              passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
-            }
+        for (std::int32_t v = 0; v < lanes.vectors; ++v) {
+          if (ranking) {
+            double* rt = corr.data() + static_cast<std::size_t>(t) * corr_width + static_cast<std::size_t>(v) * 64 * kLanes;
+            sweep.passes.greedy(view, lanes.view(v), sets.data() + v * kLanes, cand.data() + v * kLanes, mult,
+                                st + v * kLanes, ct + v * kLanes, rt);
+          } else {
+            sweep.passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
           }
         }
       });

@@ -88,6 +88,25 @@ __attribute__((always_inline)) inline vd entry_mass(const PairView& pl, const La
   return mass(lanes, lo, pl.hi[p.first + e]);
 }
 
+// The plain running sum over the pairs of one leaf u, added compensated into sum/comp when the
+// pairs move on to the next u.
+struct RunSum {
+  vd run = {};
+  std::int32_t u;
+  double* sum;
+  double* comp;
+
+  __attribute__((always_inline)) void at(std::int32_t next_u) {
+    if (next_u == u) return;
+    flush();
+    u = next_u;
+  }
+  __attribute__((always_inline)) void flush() {
+    add_compensated(sum, comp, run);
+    run = vd{};
+  }
+};
+
 // Lane masks of every feature up to the highest one in any lane of `sets`.
 __attribute__((always_inline)) inline int membership(const std::uint64_t* sets, vu* member) {
   const vu S = load_u(sets);
@@ -113,15 +132,10 @@ void eval_set(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_
   const vu zero_u = {};
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   const vd zero = {};
-  vd run = zero;
-  std::int32_t run_u = pl.n_pairs > 0 ? pl.pairs[0].u : 0;
+  RunSum runs{zero, pl.n_pairs > 0 ? pl.pairs[0].u : 0, sum, comp};
   for (std::size_t q = 0; q < pl.n_pairs; ++q) {
     const LeafPair& p = pl.pairs[q];
-    if (p.u != run_u) {
-      add_compensated(sum, comp, run);
-      run = zero;
-      run_u = p.u;
-    }
+    runs.at(p.u);
     const vi alive = ((load_u(lanes.out + static_cast<std::size_t>(p.u) * kLanes) |
                        load_u(lanes.out + static_cast<std::size_t>(p.v) * kLanes)) & ~S) == zero_u;
     if (!any(alive)) continue;
@@ -133,9 +147,9 @@ void eval_set(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_
     }
     const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
                  load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
-    run += alive ? (w * P) * mult : zero;
+    runs.run += alive ? (w * P) * mult : zero;
   }
-  add_compensated(sum, comp, run);
+  runs.flush();
 }
 
 // PG2 of every prefix of each lane's ranking (see CurveSets).
@@ -210,15 +224,10 @@ void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t*
   const vu zero_u = {};
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   const vd zero = {};
-  vd run = zero;
-  std::int32_t run_u = pl.n_pairs > 0 ? pl.pairs[0].u : 0;
+  RunSum runs{zero, pl.n_pairs > 0 ? pl.pairs[0].u : 0, sum, comp};
   for (std::size_t q = 0; q < pl.n_pairs; ++q) {
     const LeafPair& p = pl.pairs[q];
-    if (p.u != run_u) {
-      add_compensated(sum, comp, run);
-      run = zero;
-      run_u = p.u;
-    }
+    runs.at(p.u);
     const vu rest = (load_u(lanes.out + static_cast<std::size_t>(p.u) * kLanes) |
                      load_u(lanes.out + static_cast<std::size_t>(p.v) * kLanes)) & ~S;
     // Useful in a lane when the rest is {} or a single candidate.
@@ -234,7 +243,7 @@ void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t*
                  load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
     const vd wp = (w * P) * mult;
     const vd base = (rest == zero_u) ? wp : zero;
-    run += base;
+    runs.run += base;
     for (std::int32_t e = 0; e < p.count; ++e) {
       const std::int32_t i = pl.feature[p.first + e];
       double* c = corr + static_cast<std::size_t>(i) * kLanes;
@@ -242,7 +251,7 @@ void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t*
       store_d(c, load_d(c) + (counts ? wp * D[e] - base : zero));
     }
   }
-  add_compensated(sum, comp, run);
+  runs.flush();
 }
 
 }  // namespace
