@@ -494,7 +494,9 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
         double best_value = -1.0;
         for (std::int64_t j = 0; j < d; ++j) {
           if (((numeric >> j) & 1u) == 0 || ((chosen[static_cast<std::size_t>(i)] >> j) & 1u) != 0) continue;
-          const double value = base + corr_total[(v * 64 + static_cast<std::size_t>(j)) * kLanes + l];
+          // A feature NaN in the row stays missing: perturbing it changes nothing.
+          const bool moves = ((lanes.perturbable[static_cast<std::size_t>(i)] >> j) & 1u) != 0;
+          const double value = moves ? base + corr_total[(v * 64 + static_cast<std::size_t>(j)) * kLanes + l] : base;
           if (value > best_value) {  // strictly greater: ties go to the lower index
             best_value = value;
             best = j;

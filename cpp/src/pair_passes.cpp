@@ -212,8 +212,8 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
   (void)top;
 }
 
-// One greedy step: PG2(S) per lane (canonical, into sum/comp) and, per candidate feature i
-// that can be perturbed, corr[i][lane] with PG2(S + {i}) = PG2(S) + corr[i].
+// One greedy step: PG2(S) per lane (canonical, into sum/comp) and, per feature i, corr[i][lane]
+// with PG2(S + {i}) = PG2(S) + corr[i] for every candidate i (not in S, perturbable in the row).
 void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_,
                  const std::uint64_t* cand_, double mult, double* sum, double* comp, double* corr) {
   vu member[64];
@@ -247,7 +247,9 @@ void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t*
     for (std::int32_t e = 0; e < p.count; ++e) {
       const std::int32_t i = pl.feature[p.first + e];
       double* c = corr + static_cast<std::size_t>(i) * kLanes;
-      const vi counts = (((cand >> i) & 1u) != zero_u) & ((rest & ~(std::uint64_t{1} << i)) == zero_u);
+      // Every feature's correction is kept (the driver reads only the candidates' ones; a
+      // feature that cannot be perturbed in a row is read as no correction).
+      const vi counts = (rest & ~(std::uint64_t{1} << i)) == zero_u;
       store_d(c, load_d(c) + (counts ? wp * D[e] - base : zero));
     }
   }
