@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <unordered_map>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #ifdef PGEXACT_OPENMP
@@ -155,7 +155,6 @@ void fill_lane(const Arena& a, const Noise& noise, const LeafBoxes& boxes, const
 struct ThreadScratch {
   PairScratch box;
   PairList pairs;
-  std::vector<std::pair<std::int32_t, std::uint64_t>> stack;
 };
 
 // Fills the lanes of rows r0 .. r0 + rows (padding lanes repeat the first row).
@@ -215,7 +214,7 @@ inline std::int32_t chunks_of(const LeafBoxes& boxes, std::int64_t t) {
 // thread running t in a pass, so each t has its own map and no lock is needed.
 class PairCache {
  public:
-  explicit PairCache(std::int64_t n_trees) : n_trees_(n_trees), kept_(static_cast<std::size_t>(n_trees)) {}
+  explicit PairCache(std::int64_t n_trees) : kept_(static_cast<std::size_t>(n_trees)) {}
 
   // The pairs of (t, s), s >= t, for chunk c of t's leaves.
   const PairList& get(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std::int64_t s, std::int32_t c,
@@ -237,7 +236,6 @@ class PairCache {
 
  private:
   static constexpr std::int64_t kBudget = std::int64_t{192} << 20;
-  std::int64_t n_trees_;
   std::vector<std::unordered_map<std::int64_t, PairList>> kept_;
   std::atomic<std::int64_t> used_{0};
 };
