@@ -156,9 +156,18 @@ void eval_set(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_
 void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, std::int64_t n_steps, double mult,
                 double* sum, double* comp) {
   vd D[64];
-  vu member[64 * 64];  // [k][feature]
+  vu member[64 * 64];  // [k][feature], features below `top` (above it no set holds any)
   int top = 0;
-  for (std::int64_t k = 0; k < n_steps; ++k) top = membership(c.sets + k * kLanes, member + k * 64);
+  for (std::int64_t k = 0; k < n_steps; ++k) {
+    const int top_k = membership(c.sets + k * kLanes, member + k * 64);
+    top = top_k > top ? top_k : top;
+  }
+  for (std::int64_t k = 0; k < n_steps; ++k) {
+    // membership() filled each prefix up to its own highest feature; the rest hold no lane.
+    for (int j = 0; j < top; ++j) {
+      if (((c.any[k] >> j) & 1u) == 0) member[k * 64 + j] = vu{};
+    }
+  }
   vd run[64];
   const vu zero_u = {};
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
@@ -192,24 +201,22 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
     for (std::int32_t e = p.n_slots; e < p.count; ++e) D[e] = mass(lanes, pl.lo[p.first + e], pl.hi[p.first + e]);
     const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
                  load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
-    vd P = one;
+    // The products of all live prefixes side by side, entry by entry: each prefix multiplies
+    // in the pair's fixed order, and the prefixes are independent chains the CPU overlaps
+    // (one prefix after another would wait on each multiply's latency).
+    vd P[64];
+    for (std::int64_t k = k0; k < n_steps; ++k) P[k] = one;
+    for (std::int32_t e = 0; e < p.count; ++e) {
+      if (feature[e] >= top) continue;  // in no lane's set at any prefix: a factor of 1.0
+      const vu* mj = member + feature[e];
+      for (std::int64_t k = k0; k < n_steps; ++k) P[k] = times_if(P[k], mj[k * 64], D[e]);
+    }
     for (std::int64_t k = k0; k < n_steps; ++k) {
-      // Where no lane's prefix adds a feature of this pair, every lane's product is the
-      // previous one, bit for bit; otherwise the canonical product again.
-      if (k == k0 || (c.added[k] & p.features) != 0) {
-        const vu* mk = member + k * 64;
-        P = one;
-        for (std::int32_t e = 0; e < p.count; ++e) {
-          if (((c.any[k] >> feature[e]) & 1u) == 0) continue;  // 1.0 in every lane
-          P = times_if(P, mk[feature[e]], D[e]);
-        }
-      }
       const vi alive = (out & ~load_u(c.sets + k * kLanes)) == zero_u;
-      run[k] += alive ? (w * P) * mult : zero;
+      run[k] += alive ? (w * P[k]) * mult : zero;
     }
   }
   for (std::int64_t k = 0; k < n_steps; ++k) add_compensated(sum + k * kLanes, comp + k * kLanes, run[k]);
-  (void)top;
 }
 
 // One greedy step: PG2(S) per lane (canonical, into sum/comp) and, per feature i, corr[i][lane]
