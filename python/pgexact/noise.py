@@ -193,15 +193,16 @@ class Laplace(NoiseFamily):
         return -_SQRT_HALF * np.sign(v) * np.log(tail)
 
 
-FAMILIES = {"normal": Normal, "gaussian": Normal, "uniform": Uniform, "laplace": Laplace}
+FAMILIES = {"normal": Normal, "uniform": Uniform, "laplace": Laplace}
 
 
 def get(name: str) -> NoiseFamily:
     """The family object for a name (``"normal"``, ``"uniform"``, ``"laplace"``)."""
     try:
-        return FAMILIES[name.lower()]()
-    except (KeyError, AttributeError):
-        raise ValueError(f"noise: unknown family {name!r}; expected 'normal', 'uniform' or 'laplace'") from None
+        return FAMILIES[name]()  # exact names: no aliases, no case folding
+    except (KeyError, TypeError):
+        raise ValueError(f"noise: unknown family {name!r}; expected exactly 'normal', 'uniform' or "
+                         "'laplace'") from None
 
 
 class Sampler:
