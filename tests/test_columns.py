@@ -5,6 +5,8 @@ model-ordered frame and the positional arguments permuted accordingly; on the co
 issue 16 the positional arguments were read in the model's order and these differed.
 """
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -175,3 +177,44 @@ def test_multi_output_regressor_says_outputs():
     with pytest.raises(ValueError) as info:
         pgexact.load(model)
     assert str(info.value).startswith("output:") and "class" not in str(info.value)
+
+
+# ------------------------------------------------------------------------------ noise scale
+def test_noise_scaled_and_the_large_sigma_warning(diabetes, monkeypatch):
+    from pgexact import _validation
+
+    model, rows, rev, _ = diabetes
+    X, _ = datasets.load_diabetes(return_X_y=True, as_frame=True)
+    sigma = pgexact.noise.scaled(X, 0.3)
+    assert list(sigma.index) == list(X.columns)
+    np.testing.assert_allclose(sigma.to_numpy(), 0.3 * X.to_numpy().std(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(pgexact.noise.scaled(X.to_numpy(), 0.3), sigma.to_numpy(), rtol=1e-12)
+    # a named Series: the same numbers on the reversed frame
+    np.testing.assert_allclose(pgexact.pgi2(model, rev, sigma=sigma),
+                               pgexact.pgi2(model, rows, sigma=sigma), rtol=1e-12)
+    with pytest.raises(ValueError, match=r"^X_background: no spread"):
+        pgexact.noise.scaled(np.ones((5, 2)), 0.3)
+    with pytest.raises(ValueError, match=r"^scale:"):
+        pgexact.noise.scaled(X, -1.0)
+    monkeypatch.setattr(_validation, "_warned_large_sigma", False)
+    with pytest.warns(UserWarning, match=r"^sigma: .*standard deviations.*noise.scaled"):
+        pgexact.pg2(model, X.iloc[:50], ["bmi"], sigma=0.3)  # diabetes features: std 0.048
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per session: no second warning
+        pgexact.pg2(model, X.iloc[:50], ["bmi"], sigma=0.3)
+
+
+def test_readme_quick_start_runs_as_written():
+    pytest.importorskip("shap")
+    import os
+    import re
+
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+    if not os.path.isfile(readme):
+        pytest.skip("not run from a source checkout")
+    text = open(readme, encoding="utf-8").read()
+    section = text[text.index("## Quick start"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # scaled sigma: no large-sigma warning
+        exec(compile(code, "README Quick start", "exec"), {})

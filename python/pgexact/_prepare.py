@@ -12,7 +12,7 @@ from typing import Any, Optional
 from ._adapters import load
 from ._kernels import PreparedCall
 from ._pipeline import unwrap
-from ._validation import as_matrix_ordered, as_n_jobs, as_noise
+from ._validation import as_matrix_ordered, as_n_jobs, as_noise, warn_large_sigma
 
 __all__ = ["prepare_call"]
 
@@ -47,4 +47,5 @@ def prepare_call(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
     ens = load(model, output=output)
     Xa, order = as_matrix_ordered(X, ens)
     sig, fam = as_noise(noise, sigma, ens.n_features, order)
+    warn_large_sigma(Xa, sig, order)
     return PreparedCall(ens, Xa, sig, fam, as_n_jobs(n_jobs), order)

@@ -7,6 +7,7 @@ uint8 arrays) or raises ``ValueError`` / ``TypeError`` naming the argument and w
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any, List, Optional, Protocol, Tuple, Union
 
 import numpy as np
@@ -123,6 +124,35 @@ def as_sigma(sigma: Any, d: int) -> np.ndarray:
     if not np.all(np.isfinite(arr)) or not np.all(arr > 0):
         raise ValueError("sigma: every value must be positive and finite")
     return np.ascontiguousarray(arr)
+
+
+#: sigma above this many standard deviations of a feature in X draws the one-time warning
+LARGE_SIGMA = 5.0
+_warned_large_sigma = False
+
+
+def warn_large_sigma(X: np.ndarray, sigma: np.ndarray, order: Optional[ColumnOrder] = None) -> None:
+    """Warn once per process when sigma exceeds :data:`LARGE_SIGMA` standard deviations of a
+    feature in X (both in the model's order; ``order`` names the feature as X does)."""
+    global _warned_large_sigma
+    if _warned_large_sigma or X.shape[0] < 2:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        std = np.nanstd(X, axis=0)
+    large = np.nonzero((std > 0) & (sigma > LARGE_SIGMA * std))[0]
+    if large.size == 0:
+        return
+    _warned_large_sigma = True
+    j = int(large[0])
+    label = str(j) if order is None else str(int(order.ranking_out(np.array([j]))[0]))
+    if order is not None and order.names is not None:
+        label = repr(order.names[int(label)])
+    warnings.warn(
+        f"sigma: {sigma[j]:.3g} is {sigma[j] / std[j]:.1f} standard deviations of feature {label} in X "
+        f"({large.size} feature(s) above {LARGE_SIGMA:g}); the perturbation may dwarf the data. "
+        "Consider sigma=pgexact.noise.scaled(X_background, 0.3). Shown once per session.",
+        UserWarning, stacklevel=4)
 
 
 def _noise_item(item: Any, j: Optional[int]) -> Any:

@@ -230,6 +230,7 @@ def _setup(model: ModelLike, X: ArrayLike, sigma: SigmaLike, noise: NoiseLike, n
     A, order = _v.as_matrix_ordered(X, target)
     d = A.shape[1]
     sig, codes = _v.as_noise(noise, sigma, d, order)  # per-feature std and family codes
+    _v.warn_large_sigma(A, sig, order)
     K = _check_n_samples(n_samples)
     return _Setup(target, A, sig, Sampler(codes, seed), K, order, X)
 
