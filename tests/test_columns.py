@@ -218,3 +218,32 @@ def test_readme_quick_start_runs_as_written():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # scaled sigma: no large-sigma warning
         exec(compile(code, "README Quick start", "exec"), {})
+
+
+# ------------------------------------------------------------------------------ shap interop
+def test_to_shap_adds_up_in_pg2_units_and_plots_are_labelled(diabetes):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    model, rows, _, _ = diabetes
+    ex = pgexact.Explainer(model, sigma=0.05)(rows)
+    s = ex.to_shap()
+    np.testing.assert_allclose(s.values.sum(axis=1) + s.base_values, ex.pg2, rtol=1e-9)
+    assert not np.any(np.signbit(s.values) & (s.values == 0))
+    gi = ex.global_importance()
+    assert not np.any(np.signbit(gi.to_numpy()) & (gi.to_numpy() == 0))
+    for kind in ("bar", "beeswarm", "ranks"):
+        ax = ex.plot(kind)
+        assert "SHAP" not in ax.get_xlabel()
+        plt.close("all")
+    bar = ex.plot("bar")  # the same default score as global_importance()
+    ticks = sorted(zip(bar.get_yticks(), (t.get_text() for t in bar.get_yticklabels())), reverse=True)
+    assert [name for _, name in ticks] == list(gi.index[: len(ticks)])  # top bar first
+    assert "PG²" in ex.plot("beeswarm").get_xlabel()
+    ax = ex[0].plot("waterfall")
+    assert "PG²" in ax.get_xlabel()
+    with pytest.raises(ValueError, match=r"^kind: 'waterfall' shows one row"):
+        ex.plot("waterfall")
+    plt.close("all")

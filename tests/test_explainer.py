@@ -108,12 +108,14 @@ def test_to_shap_round_trip(ex):
     s = ex.to_shap()
     assert isinstance(s, shap.Explanation)
     np.testing.assert_array_equal(s.values, ex.values)
-    np.testing.assert_array_equal(s.base_values, ex.base_values)
+    # issue 16: base values 0, so base + values add up in PG² units
+    np.testing.assert_array_equal(s.base_values, np.zeros_like(ex.base_values))
+    np.testing.assert_allclose(s.values.sum(axis=1) + s.base_values, ex.pg2, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(s.data, ex.data)
     assert list(s.feature_names) == ex.feature_names == ["x0", "x1", "x2", "x3", "x4"]
     one = ex[2].to_shap()
     np.testing.assert_array_equal(one.values, ex.values[2])
-    assert float(one.base_values) == ex.base_values[2]
+    assert float(one.base_values) == 0.0
     # shap's own slicing agrees with ours
     np.testing.assert_array_equal(s[2].values, one.values)
 

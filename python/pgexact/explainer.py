@@ -284,18 +284,24 @@ class Explanation:
             score = self._2d("values").mean(axis=0) if n else np.full(d, np.nan)
         else:  # one implementation, shared with pgexact.metrics.global_scores
             score = _metrics.global_scores(self._2d("ranking"), scheme)
-        series = pd.Series(score, index=pd.Index(self.feature_names, name="feature"),
+        series = pd.Series(np.asarray(score, dtype=np.float64) + 0.0,  # no -0.0
+                           index=pd.Index(self.feature_names, name="feature"),
                            name=f"pgexact importance ({scheme.lower()})")
         return series.sort_values(ascending=False, kind="stable")
 
     # -- plots -------------------------------------------------------------------------------
     def plot(self, kind: str = "bar", *, scheme: str = "geom", max_display: Optional[int] = 20,
              ax: Optional["Axes"] = None) -> "Axes":
-        """Plot with matplotlib and return the Axes.
+        """Plot with matplotlib and return the Axes; axes are labelled in PG² terms.
 
-        - ``kind="bar"``: horizontal bars of :meth:`global_importance` (``scheme``), largest on top;
+        - ``kind="bar"``: horizontal bars of :meth:`global_importance` (``scheme``, the same
+          default), largest on top;
         - ``kind="ranks"``: a heat map of the fraction of rows in which each feature (rows,
-          ordered by ``scheme``) sits at each rank (columns, 1 = most important).
+          ordered by ``scheme``) sits at each rank (columns, 1 = most important);
+        - ``kind="beeswarm"``: every row's greedy PG² gain per feature, coloured by the
+          feature's value, features ordered by ``scheme``;
+        - ``kind="waterfall"`` (one row, ``ex[i]``): the PG² curve of the row's greedy ranking,
+          from 0 up to ``PG²(x, all features)``, one bar per feature.
 
         ``max_display`` caps the number of features (and ranks) shown; None shows all.
         """
@@ -304,16 +310,20 @@ class Explanation:
 
     # -- shap interoperability ---------------------------------------------------------------
     def to_shap(self) -> Any:
-        """A ``shap.Explanation`` with the same values, base values, data and feature names.
+        """A ``shap.Explanation`` in PG² units: the greedy PG² gains, base values 0.
 
-        ``shap.plots.bar``, ``beeswarm`` and (on one row) ``waterfall`` work on it. Note that
-        ``base_values`` is ``f(x)`` and the values sum to ``PG²``, so a waterfall's "E[f(X)]"
-        label shows ``f(x)`` and its end point is ``f(x) + PG²(x, all features)``.
+        ``values[r]`` sums to ``PG²(x_r, all features)`` and ``base_values`` are 0, so the two
+        add up in PG² (squared output) units: a waterfall starts at 0 and ends at
+        ``PG²(x, all features)``. ``f(x)`` stays in :attr:`base_values` of this Explanation.
+        shap labels its axes for SHAP values ("SHAP value", "E[f(X)]", "f(x)") and its bar
+        plot ranks by mean |value| (the ``"gain"`` scheme, in absolute value); for PG² labels
+        and the ``"geom"`` default use :meth:`plot` (``"bar"``, ``"beeswarm"``,
+        ``"waterfall"``, ``"ranks"``).
         """
         shap = require("shap", "to_shap()")
         return shap.Explanation(
-            values=self.values.copy(),
-            base_values=self.base_values.copy() if self.base_values.ndim else float(self.base_values),
+            values=self.values + 0.0,  # no -0.0
+            base_values=np.zeros_like(self.base_values) if self.base_values.ndim else 0.0,
             data=self.data.copy(),
             feature_names=list(self.feature_names),
             # shap cannot infer the output dimensions of one row from a string output name
