@@ -247,3 +247,19 @@ def test_to_shap_adds_up_in_pg2_units_and_plots_are_labelled(diabetes):
     with pytest.raises(ValueError, match=r"^kind: 'waterfall' shows one row"):
         ex.plot("waterfall")
     plt.close("all")
+
+
+def test_xgboost_file_field_outside_what_xgboost_writes_is_refused(diabetes, tmp_path):
+    import json
+
+    model, rows, _, _ = diabetes
+    path = tmp_path / "m.json"
+    model.save_model(path)
+    doc = json.loads(path.read_text())
+    tree = doc["learner"]["gradient_booster"]["model"]["trees"][0]
+    tree["default_left"][0] = 9
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"^model: file .*bad\.json.*default_left holds 9"):
+        pgexact.load(str(bad))
+    assert pgexact.load(str(path)).n_trees == model.get_booster().num_boosted_rounds()

@@ -96,6 +96,7 @@ def _parse_path(path: str, output: Optional[int]) -> TreeEnsemble:
     if _lightgbm.looks_like_lightgbm_text(raw):
         return _lightgbm.lightgbm_ensemble(raw, output, -1, f"LightGBM file {os.path.basename(path)}")
     if head == b"{" or path.endswith((".json", ".ubj")):
+        _xgboost.check_written_fields(raw)
         ens, _, _ = _xgboost.xgboost_ensemble(raw, output, -1,
                                               f"XGBoost file {os.path.basename(path)}")
         return ens
