@@ -152,7 +152,9 @@ def match_frame(columns: List[str], model_names: Optional[List[str]], d: int, li
     """
     if model_names is None:
         return None, ColumnOrder(None, list(columns) if len(columns) == d else None)
-    lookup = {c: i for i, c in enumerate(columns)}
+    lookup: dict[str, int] = {}
+    for i, c in enumerate(columns):
+        lookup.setdefault(c, i)  # a repeated name: its first column
     if lightgbm:
         for i, c in enumerate(columns):
             lookup.setdefault(lightgbm_name(c), i)
