@@ -206,9 +206,13 @@ def test_dataframe_with_permuted_and_extra_columns(client, model, ens, X, per_ro
     calls = [("pgi2", (ranking,)), ("pg2", (["s3", "age"],)), ("expected", (["bmi"],)),
              ("pg2_curve", (np.arange(D),)), ("rank", ()), ("pgu2", ())]
     lazies = [got] + [getattr(pgd, name)(ens, ddf, *args) for name, args in calls[1:]]
+    # positions follow pdf's columns (unused one dropped): pdf position p is model feature order[p]
+    to_model = np.asarray(order)
     for (name, args), value in zip(calls, dask.compute(*lazies)):
         assert np.array_equal(value, getattr(pgexact, name)(model, pdf, *args)), name
-        assert np.array_equal(value, getattr(pgexact, name)(model, X, *args)), name
+        model_args = [to_model[a] if isinstance(a, np.ndarray) else a for a in args]
+        expect = getattr(pgexact, name)(model, X, *model_args)
+        assert np.array_equal(to_model[value] if name == "rank" else value, expect), name
     # per-row attributions given as a dask DataFrame too
     att = dd.from_pandas(pd.DataFrame(per_row["attributions"]), npartitions=4)
     assert np.array_equal(pgd.pgu2(ens, ddf, attributions=att).compute(),

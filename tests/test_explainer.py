@@ -108,12 +108,14 @@ def test_to_shap_round_trip(ex):
     s = ex.to_shap()
     assert isinstance(s, shap.Explanation)
     np.testing.assert_array_equal(s.values, ex.values)
-    np.testing.assert_array_equal(s.base_values, ex.base_values)
+    # issue 16: base values 0, so base + values add up in PG² units
+    np.testing.assert_array_equal(s.base_values, np.zeros_like(ex.base_values))
+    np.testing.assert_allclose(s.values.sum(axis=1) + s.base_values, ex.pg2, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(s.data, ex.data)
     assert list(s.feature_names) == ex.feature_names == ["x0", "x1", "x2", "x3", "x4"]
     one = ex[2].to_shap()
     np.testing.assert_array_equal(one.values, ex.values[2])
-    assert float(one.base_values) == ex.base_values[2]
+    assert float(one.base_values) == 0.0
     # shap's own slicing agrees with ours
     np.testing.assert_array_equal(s[2].values, one.values)
 
@@ -189,10 +191,15 @@ def test_dataframe_names_on_a_named_model_in_any_column_order(named_model, data)
     permuted = df[["s1", "age", "s2", "bp", "bmi"]]
     explainer = pgexact.Explainer(named_model)
     a, b, c = explainer(df), explainer(permuted), explainer(X[:6])
-    assert a.feature_names == b.feature_names == c.feature_names == FEATURE_NAMES
-    np.testing.assert_array_equal(a.values, b.values)
+    assert a.feature_names == c.feature_names == FEATURE_NAMES
+    # everything per feature follows X as passed (issue 16)
+    perm = [FEATURE_NAMES.index(n) for n in permuted.columns]
+    assert b.feature_names == list(permuted.columns)
+    np.testing.assert_array_equal(a.values[:, perm], b.values)
+    np.testing.assert_array_equal(a.data[:, perm], b.data)
+    np.testing.assert_array_equal(np.asarray(perm)[b.ranking], a.ranking)
     np.testing.assert_array_equal(a.values, c.values)
-    assert list(b.to_shap().feature_names) == FEATURE_NAMES
+    assert list(b.to_shap().feature_names) == list(permuted.columns)
     assert set(b.global_importance("top2").index) == set(FEATURE_NAMES)
     assert explainer.feature_names == FEATURE_NAMES
 
@@ -239,7 +246,7 @@ def test_pipeline_last_step(data):
     pipe = make_pipeline(StandardScaler(), RandomForestRegressor(n_estimators=4, max_depth=3, random_state=0))
     pipe.fit(df, y)
     Xt = pipe[:-1].transform(df.iloc[:5])
-    e = pgexact.Explainer(pipe)(Xt)
+    e = pgexact.Explainer(pipe)(df.iloc[:5])  # raw rows: the Pipeline transforms them (issue 16)
     ref = pgexact.Explainer(pipe[-1])(Xt)
     np.testing.assert_array_equal(e.values, ref.values)
     np.testing.assert_allclose(e.base_values, pipe.predict(df.iloc[:5]), rtol=1e-12)
@@ -257,8 +264,8 @@ def test_pipeline_errors(data):
     explainer = pgexact.Explainer(pca)
     assert explainer.feature_names == ["pca0", "pca1", "pca2"]
     with pytest.raises(ValueError, match=r"X: .*transform"):
-        explainer(X[:3])  # not transformed: 5 columns instead of 3
-    assert explainer(pca[:-1].transform(X[:3])).values.shape == (3, 3)
+        explainer(pca[:-1].transform(X[:3]))  # already transformed: 3 columns instead of 5
+    assert explainer(X[:3]).values.shape == (3, 3)  # raw rows (issue 16)
 
 
 # ------------------------------------------------------------------------------ slicing, repr

@@ -88,7 +88,10 @@ def test_object_validation():
         Normal().cdf(0.0)  # no sigma anywhere
     assert Normal(0.3) == Normal(sigma=0.3) and Normal(0.3) != Normal(0.4) and Normal() != Laplace()
     assert "Laplace(sigma=0.5)" in repr(Laplace(0.5))
-    assert pgexact.noise.get("Gaussian") == Normal()
+    assert pgexact.noise.get("normal") == Normal()
+    for alias in ("Gaussian", "gaussian", "Normal"):  # issue 16: names are exact
+        with pytest.raises(ValueError, match=r"^noise: unknown family"):
+            pgexact.noise.get(alias)
     with pytest.raises(ValueError, match="noise"):
         pgexact.noise.get("cauchy")
 

@@ -37,20 +37,26 @@ def test_pg2_dataframe_permuted_and_names(named_model, frames):
     X, df, dfp = frames
     ref = pgexact.pg2(named_model, X, [0, 2])
     np.testing.assert_array_equal(pgexact.pg2(named_model, df, [0, 2]), ref)
-    np.testing.assert_array_equal(pgexact.pg2(named_model, dfp, [0, 2]), ref)
+    # positions follow X as passed: dfp's columns are s1, age, s2, bp, bmi
+    np.testing.assert_array_equal(pgexact.pg2(named_model, dfp, [1, 3]), ref)
     np.testing.assert_array_equal(pgexact.pg2(named_model, df, ["age", "bp"]), ref)
     np.testing.assert_array_equal(pgexact.pg2(named_model, dfp, ["bp", "age"]), ref)
 
 
 def test_curves_and_rank_dataframe_permuted(named_model, frames):
     X, df, dfp = frames
-    R = np.array([4, 1, 0, 3, 2])  # indices refer to the model's feature order
-    sig = np.array([0.2, 0.5, 0.05, 1.0, 0.3])
+    to_model = np.array([FEATURE_NAMES.index(c) for c in dfp.columns])  # dfp position -> model
+    R = np.array([4, 1, 0, 3, 2])  # positions of dfp's columns
+    sig = np.array([0.2, 0.5, 0.05, 1.0, 0.3])  # one per column of dfp
+    sig_model = np.empty(5)
+    sig_model[to_model] = sig
     np.testing.assert_array_equal(pgexact.pg2_curve(named_model, dfp, R, sigma=sig),
-                                  pgexact.pg2_curve(named_model, X, R, sigma=sig))
-    np.testing.assert_array_equal(pgexact.pgi2(named_model, dfp, R), pgexact.pgi2(named_model, X, R))
-    np.testing.assert_array_equal(pgexact.pgu2(named_model, dfp, R), pgexact.pgu2(named_model, X, R))
-    np.testing.assert_array_equal(pgexact.rank(named_model, dfp), pgexact.rank(named_model, X))
+                                  pgexact.pg2_curve(named_model, X, to_model[R], sigma=sig_model))
+    np.testing.assert_array_equal(pgexact.pgi2(named_model, dfp, R),
+                                  pgexact.pgi2(named_model, X, to_model[R]))
+    np.testing.assert_array_equal(pgexact.pgu2(named_model, dfp, R),
+                                  pgexact.pgu2(named_model, X, to_model[R]))
+    np.testing.assert_array_equal(to_model[pgexact.rank(named_model, dfp)], pgexact.rank(named_model, X))
 
 
 def test_dataframe_missing_column_is_error(named_model, frames):

@@ -137,7 +137,9 @@ BAD_ARGUMENTS = [
     ("noise_explainer", "xgb_reg", lambda m: pgexact.Explainer(m, noise="x"), ValueError, "noise"),
     # features
     ("features_duplicate", "xgb_reg", lambda m: pgexact.pg2(m, X4, [0, 0]), ValueError, r"features.*twice"),
-    ("features_duplicate_negative", "xgb_reg", lambda m: pgexact.pg2(m, X4, [4, -1]), ValueError, r"features.*twice"),
+    # issue 16: negative positions are refused, not read as counting from the end
+    ("features_duplicate_negative", "xgb_reg", lambda m: pgexact.pg2(m, X4, [4, -1]), ValueError,
+     r"features: feature index -1 is out of range.*negative"),
     ("features_out_of_range", "xgb_reg", lambda m: pgexact.pg2(m, X4, [5]), ValueError, r"features.*out of range"),
     ("features_negative", "xgb_reg", lambda m: pgexact.expected(m, X4, [-6]), ValueError, r"features.*out of range"),
     ("features_huge", "xgb_reg", lambda m: pgexact.pg2(m, X4, [2**70]), ValueError, r"features.*out of range"),
@@ -283,7 +285,8 @@ def test_accepted_edge_arguments(xgb_reg):
     assert pgexact.pg2(xgb_reg, np.zeros((0, D)), [0]).shape == (0,)
     assert np.all(pgexact.pg2(xgb_reg, X4, []) == 0.0)  # nothing perturbed
     np.testing.assert_array_equal(pgexact.pg2(xgb_reg, X4, {0, 1}), pgexact.pg2(xgb_reg, X4, [1, 0]))
-    np.testing.assert_array_equal(pgexact.pg2(xgb_reg, X4, [-1]), pgexact.pg2(xgb_reg, X4, [D - 1]))
+    with pytest.raises(ValueError, match=r"^features: .*negative"):  # issue 16: refused, not "last"
+        pgexact.pg2(xgb_reg, X4, [-1])
     # None in an object array is a missing value.
     obj = X4.astype(object)
     obj[0, 0] = None

@@ -23,7 +23,8 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 
-from . import _lightgbm, _sklearn, _xgboost
+from . import _kernels, _lightgbm, _sklearn, _xgboost
+from ._pipeline import is_pipeline
 from ._target import Target
 from ._validation import as_output
 from .ensemble import TreeEnsemble
@@ -64,7 +65,22 @@ FAMILIES = (
 )
 
 
+def _named_model_error(exc: Exception, where: str) -> Exception:
+    """A parser's ModelError with its message starting ``model:`` and naming the file or object."""
+    msg = str(exc)
+    if msg.startswith("model:"):
+        msg = msg[len("model:"):].lstrip()
+    return type(exc)(f"model: {where}: {msg}")
+
+
 def _from_path(path: str, output: Optional[int]) -> TreeEnsemble:
+    try:
+        return _parse_path(path, output)
+    except _kernels.ModelError as exc:
+        raise _named_model_error(exc, f"file {path!r}") from None
+
+
+def _parse_path(path: str, output: Optional[int]) -> TreeEnsemble:
     if not os.path.exists(path):
         raise ValueError(f"model: file not found: {path!r}")
     if os.path.isdir(path):
@@ -80,6 +96,7 @@ def _from_path(path: str, output: Optional[int]) -> TreeEnsemble:
     if _lightgbm.looks_like_lightgbm_text(raw):
         return _lightgbm.lightgbm_ensemble(raw, output, -1, f"LightGBM file {os.path.basename(path)}")
     if head == b"{" or path.endswith((".json", ".ubj")):
+        _xgboost.check_written_fields(raw)
         ens, _, _ = _xgboost.xgboost_ensemble(raw, output, -1,
                                               f"XGBoost file {os.path.basename(path)}")
         return ens
@@ -115,11 +132,21 @@ def load(model: Any, output: Optional[int] = None) -> TreeEnsemble:
         return model
     if isinstance(model, (str, os.PathLike)):
         return _from_path(os.fspath(model), output)
+    if is_pipeline(model):
+        raise TypeError(
+            "model: load() returns the tree model alone and a Pipeline is a function of raw rows; "
+            "pass pipeline[-1] and transform the rows with pipeline[:-1].transform(X), or pass the "
+            "Pipeline itself to the metrics, Explainer or pgexact.mc, which do both")
     for family in FAMILIES:
         if family.exports(model):
-            return family.export(model, output)
+            try:
+                return family.export(model, output)
+            except _kernels.ModelError as exc:
+                raise _named_model_error(exc, f"{type(model).__name__}") from None
     raise TypeError(f"model: unsupported type {type(model).__module__}.{type(model).__name__}; "
-                    f"expected {SUPPORTED}")
+                    "expected xgboost, lightgbm or scikit-learn tree models (DecisionTree*, "
+                    "RandomForest*, ExtraTrees*, GradientBoosting*, HistGradientBoosting*), a saved "
+                    "model file or a pgexact.TreeEnsemble (docs/supported_models.md)")
 
 
 def _ensemble_target(model: Any, output: Optional[int], n_jobs: Optional[int]) -> Target:

@@ -13,7 +13,6 @@ import numpy as np
 from ._kernels import PreparedCall
 from ._prepare import prepare_call
 from ._typing import ArrayLike, FloatArray, IntArray, ModelLike, NoiseLike, SigmaLike
-from ._validation import as_ranking, ranking_from_attributions
 
 __all__ = ["pg2", "pg2_curve", "pgi2", "pgu2", "rank", "rank_with_curve"]
 
@@ -30,11 +29,14 @@ def pg2(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike
         :class:`pgexact.TreeEnsemble` (see :func:`pgexact.load`).
     X : array_like or DataFrame, shape (n, d)
         The rows; DataFrame columns are matched to the model's feature names.
+        Positions in every other argument follow X's columns as passed, names are matched by
+        name, and results do not depend on X's column order (``docs/columns.md``).
     features : array_like
-        The perturbed set S: indices or names (the same for every row), or a boolean mask of
-        shape (d,) or (n, d).
+        The perturbed set S: positions of X's columns or names (the same for every row), or a
+        boolean mask of shape (d,) or (n, d) over X's columns.
     sigma : float or array_like of shape (d,), default 0.3
-        Standard deviation of the noise added to each perturbed feature.
+        Standard deviation of the noise added to each perturbed feature: a scalar, one per
+        column of X, or a pandas Series indexed by feature name.
     noise : {"normal", "uniform", "laplace"}, NoiseFamily or sequence, default "normal"
         Noise family for every feature, or one per feature (:mod:`pgexact.noise`).
     n_jobs : int, optional
@@ -59,7 +61,7 @@ def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: Sigm
     Parameters
     ----------
     ranking : array_like of int, shape (d,) or (n, d)
-        A permutation of the features, most important first.
+        A permutation of X's column positions, most important first.
     model, X, sigma, noise, n_jobs, output
         As in :func:`pg2`.
 
@@ -69,7 +71,7 @@ def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: Sigm
         Column k is PG² of the top k+1 features of the ranking.
     """
     call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
-    return call.pg2_curve(as_ranking(ranking, call.n_features, call.n_rows))
+    return call.pg2_curve(call.ranking(ranking))
 
 
 def _resolve_ranking(call: PreparedCall, ranking: Optional[ArrayLike],
@@ -78,11 +80,10 @@ def _resolve_ranking(call: PreparedCall, ranking: Optional[ArrayLike],
     """The ranking to evaluate, and its top-k curve when the greedy search already has it."""
     if ranking is not None and attributions is not None:
         raise ValueError("ranking: give either ranking or attributions, not both")
-    d, n = call.n_features, call.n_rows
     if ranking is not None:
-        return as_ranking(ranking, d, n), None
+        return call.ranking(ranking), None
     if attributions is not None:
-        return ranking_from_attributions(attributions, d, n), None
+        return call.attribution_ranking(attributions), None
     greedy, curve = call.greedy_rank()
     return greedy, curve
 
@@ -98,9 +99,10 @@ def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
     model, X
         As in :func:`pg2`.
     ranking : array_like of int, shape (d,) or (n, d), optional
-        A permutation of the features, most important first.
+        A permutation of X's column positions, most important first.
     attributions : array_like of float, shape (n, d), optional
-        Ranked by descending absolute value, ties to the lower index. With neither
+        One column per column of X (a DataFrame is matched by column name), ranked by
+        descending absolute value, ties to the lower position. With neither
         ``ranking`` nor ``attributions``, the greedy PG² ranking (:func:`rank`) is used.
     sigma, noise, n_jobs, output
         As in :func:`pg2`.
@@ -157,7 +159,8 @@ def rank_with_curve(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3,
         Column k is PG² of the top k+1 features of the ranking.
     """
     call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
-    return call.greedy_rank()
+    ranking, curve = call.greedy_rank()
+    return call.order.ranking_out(ranking), curve
 
 
 def rank(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3, noise: NoiseLike = "normal",
@@ -177,7 +180,7 @@ def rank(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3, noise: Noise
     Returns
     -------
     numpy.ndarray of shape (n, d), int64
-        The ranking of each row.
+        The ranking of each row, as positions of X's columns.
     """
     return rank_with_curve(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)[0]
 

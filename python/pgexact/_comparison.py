@@ -14,7 +14,7 @@ import numpy as np
 from ._adapters import load
 from ._api import pg2_curve, rank
 from ._optional import require
-from ._validation import as_matrix, as_sigma_list, ranking_from_attributions
+from ._validation import as_matrix_ordered, as_sigma_list, ranking_from_attributions
 from .ensemble import TreeEnsemble
 
 __all__ = ["compare", "shap_ranking", "shap_values"]
@@ -27,6 +27,8 @@ def _is_pgexact_model(model: Any) -> bool:
 
 def shap_values(model: Any, X: Any, *, output: Optional[int] = None) -> np.ndarray:
     """``shap.TreeExplainer`` values of the model's raw output column, (n, d) float64.
+
+    Columns follow X's as passed (``docs/columns.md``).
 
     The column is the one :func:`pgexact.load` explains (margin for boosted classifiers,
     probability of class 1 for binary forest classifiers, ``output`` for multi-class).
@@ -51,7 +53,7 @@ def shap_values(model: Any, X: Any, *, output: Optional[int] = None) -> np.ndarr
             "pgexact.TreeEnsemble or a model file path cannot be handed to shap.TreeExplainer")
     shap = require("shap", "shap_ranking()")
     ens = load(model, output=output)  # validates output the same way as the exact metrics
-    Xa = as_matrix(X, ens)
+    Xa, order = as_matrix_ordered(X, ens)
     data: Any = Xa
     if ens.feature_names is not None:
         pd = require("pandas", "shap_ranking() with feature names")
@@ -73,11 +75,12 @@ def shap_values(model: Any, X: Any, *, output: Optional[int] = None) -> np.ndarr
                              f"of them is output {ens.output}")
     if phi.shape != (n, d):
         raise ValueError(f"model: shap returned values of shape {phi.shape}, expected ({n}, {d})")
-    return np.ascontiguousarray(phi)
+    return order.columns_out(np.ascontiguousarray(phi))  # X's column order
 
 
 def shap_ranking(model: Any, X: Any, *, output: Optional[int] = None) -> np.ndarray:
-    """SHAP ranking per row: ``argsort(-|phi|)`` (stable: ties to the lower index), (n, d) int64.
+    """SHAP ranking per row: ``argsort(-|phi|)`` (stable: ties to the lower index), (n, d) int64,
+    as positions of X's columns.
 
     ``phi`` are ``shap.TreeExplainer`` values on the model's raw output (see
     :func:`shap_values`). ``model`` must be the library model: a :class:`pgexact.TreeEnsemble`
@@ -139,10 +142,11 @@ def compare(model: Any, X: Any, *, sigma_rank: Any = 0.3,
     if not isinstance(methods, Mapping):
         raise TypeError(f"methods: expected a dict {{name: attributions}}, got {type(methods).__name__}")
     ens = load(model, output=output)
-    Xa = as_matrix(X, ens)
+    Xa, order = as_matrix_ordered(X, ens)
     n, d = Xa.shape
+    # every ranking below holds positions of X's columns, as the functions it is passed to expect
     rankings: Dict[str, np.ndarray] = {}
-    rankings["greedy"] = rank(ens, Xa, sigma=sigma_rank)
+    rankings["greedy"] = rank(ens, X, sigma=sigma_rank)
     if _is_pgexact_model(model):
         warnings.warn("compare: the 'shap' column is left out: SHAP needs the library model, "
                       "not a pgexact.TreeEnsemble or a path", UserWarning, stacklevel=2)
@@ -154,10 +158,10 @@ def compare(model: Any, X: Any, *, sigma_rank: Any = 0.3,
         if name in _RESERVED:
             raise ValueError(f"methods: the name {name!r} is reserved for a built-in column")
         try:
-            rankings[name] = ranking_from_attributions(attributions, d, n)
+            rankings[name] = ranking_from_attributions(attributions, d, n, order.in_x_order())
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"methods[{name!r}]: {exc}") from None
-    table = {name: [float(pg2_curve(ens, Xa, R, sigma=s).mean()) if n else float("nan")
+    table = {name: [float(pg2_curve(ens, X, R, sigma=s).mean()) if n else float("nan")
                     for s in levels]
              for name, R in rankings.items()}
     return pd.DataFrame(table, index=pd.Index(levels, name="sigma_eval"), columns=list(rankings))

@@ -13,12 +13,13 @@ so that a change in the extension's signatures is a change in this file only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import _core
-from ._validation import NOISE_FAMILIES, as_feature_mask
+from ._columns import ColumnOrder, identity_order
+from ._validation import NOISE_FAMILIES, as_feature_mask, as_ranking, ranking_from_attributions
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ensemble import TreeEnsemble
@@ -91,19 +92,23 @@ class PreparedCall:
         ``(d,)`` uint8 noise-family codes (:data:`pgexact._validation.NOISE_FAMILIES`).
     threads : int
         OpenMP threads, 0 for all cores.
+    order : ColumnOrder, optional
+        How the columns of the user's ``X`` map to the model's features: the user's positional
+        arguments follow ``X`` (:mod:`pgexact._columns`); None when they are the model's.
 
     Build it with :func:`pgexact._prepare.prepare_call`, which validates everything once.
     """
 
-    __slots__ = ("ensemble", "X", "sigma", "family", "threads")
+    __slots__ = ("ensemble", "X", "sigma", "family", "threads", "order")
 
     def __init__(self, ensemble: "TreeEnsemble", X: np.ndarray, sigma: np.ndarray,
-                 family: np.ndarray, threads: int) -> None:
+                 family: np.ndarray, threads: int, order: Optional[ColumnOrder] = None) -> None:
         self.ensemble = ensemble
         self.X = X
         self.sigma = sigma
         self.family = family
         self.threads = threads
+        self.order = order if order is not None else identity_order(ensemble.feature_names)
 
     # -- shape and sub-calls -------------------------------------------------------------------
     @property
@@ -119,11 +124,20 @@ class PreparedCall:
     def rows(self, start: int, stop: int) -> "PreparedCall":
         """The same call on rows ``start:stop`` (a view: no copy, no new validation)."""
         return PreparedCall(self.ensemble, self.X[start:stop], self.sigma, self.family,
-                            self.threads)
+                            self.threads, self.order)
 
+    # -- the user's positional arguments (X's order) -> the model's ------------------------------
     def feature_mask(self, features: Any) -> np.ndarray:
-        """``features`` (indices, names or a boolean mask) as the kernels' uint8 mask."""
-        return as_feature_mask(features, self.ensemble, self.n_rows)
+        """``features`` (positions in X, names or a boolean mask) as the kernels' uint8 mask."""
+        return as_feature_mask(features, self.ensemble, self.n_rows, self.order)
+
+    def ranking(self, ranking: Any, name: str = "ranking") -> np.ndarray:
+        """A ranking of positions in X, validated, as the model's int64 feature indices."""
+        return self.order.ranking(as_ranking(ranking, self.n_features, self.n_rows, name))
+
+    def attribution_ranking(self, attributions: Any) -> np.ndarray:
+        """The ranking of attributions whose columns follow X, as the model's indices."""
+        return ranking_from_attributions(attributions, self.n_features, self.n_rows, self.order)
 
     # -- the kernels ---------------------------------------------------------------------------
     def pg2(self, mask: np.ndarray, *, reference: bool = False) -> np.ndarray:

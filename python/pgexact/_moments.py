@@ -60,7 +60,7 @@ def infidelity(model: ModelLike, X: ArrayLike, attributions: ArrayLike, *,
         The infidelity per row, never negative.
     """
     call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
-    a = as_attributions(attributions, call.n_features, call.n_rows)
+    a = as_attributions(attributions, call.n_features, call.n_rows, call.order)
     everything = np.ones(call.n_features, dtype=np.uint8)
     pg2_all = call.pg2(everything)
     moments = call.first_moments()

@@ -11,7 +11,8 @@ from typing import Any, Optional
 
 from ._adapters import load
 from ._kernels import PreparedCall
-from ._validation import as_matrix, as_n_jobs, as_noise
+from ._pipeline import unwrap
+from ._validation import as_matrix_ordered, as_n_jobs, as_noise, warn_large_sigma
 
 __all__ = ["prepare_call"]
 
@@ -23,11 +24,13 @@ def prepare_call(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
     Parameters
     ----------
     model : model object, path or TreeEnsemble
-        Anything :func:`pgexact.load` accepts.
+        Anything :func:`pgexact.load` accepts, or a scikit-learn Pipeline ending in one: its
+        earlier steps transform ``X`` and its last step is evaluated (:mod:`pgexact._pipeline`).
     X : array_like or DataFrame
         The rows, ``(n, d)``; DataFrame columns are matched by name.
     sigma : float or array_like, default 0.3
-        Standard deviation of the noise, scalar or ``(d,)``.
+        Standard deviation of the noise, scalar or ``(d,)`` in X's column order (a named
+        Series is matched by name; see ``docs/columns.md``).
     noise : str, NoiseFamily or sequence, default "normal"
         The noise family, for all features or one per feature (:mod:`pgexact.noise`).
     n_jobs : int, optional
@@ -40,7 +43,9 @@ def prepare_call(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
     PreparedCall
         The validated call, ready for the kernels.
     """
+    model, X = unwrap(model, X)  # a Pipeline: its final model on the transformed rows
     ens = load(model, output=output)
-    Xa = as_matrix(X, ens)
-    sig, fam = as_noise(noise, sigma, ens.n_features)
-    return PreparedCall(ens, Xa, sig, fam, as_n_jobs(n_jobs))
+    Xa, order = as_matrix_ordered(X, ens)
+    sig, fam = as_noise(noise, sigma, ens.n_features, order)
+    warn_large_sigma(Xa, sig, order)
+    return PreparedCall(ens, Xa, sig, fam, as_n_jobs(n_jobs), order)

@@ -17,7 +17,7 @@ __all__ = ["ArrayLike", "FloatArray", "IntArray", "ModelLike", "NoiseLike", "Noi
 #: :class:`pgexact.TreeEnsemble` (the libraries are optional, so this cannot be narrower)
 ModelLike = Any
 #: the noise families the exact kernels support, by name
-NoiseName = Literal["normal", "gaussian", "uniform", "laplace"]
+NoiseName = Literal["normal", "uniform", "laplace"]
 #: a family name or object for every feature, or a sequence with one per feature
 NoiseLike = Union[NoiseName, str, "NoiseFamily", Type["NoiseFamily"],
                   Sequence[Union[NoiseName, str, "NoiseFamily"]]]

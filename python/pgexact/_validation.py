@@ -7,11 +7,13 @@ uint8 arrays) or raises ``ValueError`` / ``TypeError`` naming the argument and w
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any, List, Optional, Protocol, Tuple, Union
 
 import numpy as np
 
 from . import noise as _noise
+from ._columns import ColumnOrder, identity_order, match_frame, uses_lightgbm_names
 
 
 class Columns(Protocol):
@@ -37,20 +39,34 @@ def _is_dataframe(X: Any) -> bool:
     return hasattr(X, "columns") and hasattr(X, "to_numpy") and hasattr(X, "iloc")
 
 
+def _refuse_strings(arr: np.ndarray, name: str) -> None:
+    """Text is never read as numbers, not even numeric strings such as "1.5"."""
+    if arr.dtype.kind in "US" or (arr.dtype == object and any(isinstance(v, (str, bytes))
+                                                              for v in arr.ravel())):
+        raise TypeError(f"{name}: contains text (dtype {arr.dtype}); pass a numeric array: strings are "
+                        "not read as numbers (use X.astype(float) if the text is numeric)")
+
+
 def as_matrix(X: Any, ensemble: "Columns", name: str = "X") -> np.ndarray:
     """Rows as a C-contiguous float64 (n, d) array, DataFrame columns matched by name."""
+    return as_matrix_ordered(X, ensemble, name)[0]
+
+
+def as_matrix_ordered(X: Any, ensemble: "Columns", name: str = "X") -> Tuple[np.ndarray, ColumnOrder]:
+    """Rows in the model's feature order, and how ``X``'s own column order maps to it.
+
+    The :class:`~pgexact._columns.ColumnOrder` translates the user's positional arguments
+    (which follow ``X``'s columns) into the model's order and the results back.
+    """
     d = ensemble.n_features
+    order = identity_order(ensemble.feature_names)
     if _is_dataframe(X):
-        names = ensemble.feature_names
         columns = [str(c) for c in X.columns]
-        if names is not None and set(names) <= set(columns):
-            X = X[[X.columns[columns.index(n)] for n in names]]
-        elif names is not None and len(columns) == d and columns != [str(i) for i in range(d)]:
-            missing = [n for n in names if n not in columns]
-            raise ValueError(
-                f"{name}: DataFrame columns do not match the model's feature names; "
-                f"missing {missing[:5]}{'...' if len(missing) > 5 else ''}"
-            )
+        pos, order = match_frame(columns, ensemble.feature_names, d, uses_lightgbm_names(ensemble), name)
+        if pos is not None:
+            X = X.iloc[:, pos]
+        if any(dt == object or str(dt).startswith("str") for dt in X.dtypes):
+            _refuse_strings(X.to_numpy(), name)
         try:
             X = X.to_numpy(dtype=np.float64, na_value=np.nan)
         except (TypeError, ValueError) as exc:
@@ -61,6 +77,7 @@ def as_matrix(X: Any, ensemble: "Columns", name: str = "X") -> np.ndarray:
         arr = np.asarray(X)
     except Exception as exc:  # pragma: no cover - exotic array-likes
         raise TypeError(f"{name}: expected a 2-D numeric array, got {type(X).__name__}") from exc
+    _refuse_strings(arr, name)
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
     ):
@@ -82,11 +99,12 @@ def as_matrix(X: Any, ensemble: "Columns", name: str = "X") -> np.ndarray:
     infinite = np.isinf(arr)
     if infinite.any():
         i, j = (int(v[0]) for v in np.nonzero(infinite))
+        j = int(order.ranking_out(np.array([j]))[0])
         raise ValueError(
             f"{name}: contains infinite values (first at row {i}, column {j}); pgexact needs finite "
             "inputs, with NaN for a missing value"
         )
-    return arr
+    return arr, order
 
 
 def as_sigma(sigma: Any, d: int) -> np.ndarray:
@@ -108,14 +126,43 @@ def as_sigma(sigma: Any, d: int) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
+#: sigma above this many standard deviations of a feature in X draws the one-time warning
+LARGE_SIGMA = 5.0
+_warned_large_sigma = False
+
+
+def warn_large_sigma(X: np.ndarray, sigma: np.ndarray, order: Optional[ColumnOrder] = None) -> None:
+    """Warn once per process when sigma exceeds :data:`LARGE_SIGMA` standard deviations of a
+    feature in X (both in the model's order; ``order`` names the feature as X does)."""
+    global _warned_large_sigma
+    if _warned_large_sigma or X.shape[0] < 2:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        std = np.nanstd(X, axis=0)
+    large = np.nonzero((std > 0) & (sigma > LARGE_SIGMA * std))[0]
+    if large.size == 0:
+        return
+    _warned_large_sigma = True
+    j = int(large[0])
+    label = str(j) if order is None else str(int(order.ranking_out(np.array([j]))[0]))
+    if order is not None and order.names is not None:
+        label = repr(order.names[int(label)])
+    warnings.warn(
+        f"sigma: {sigma[j]:.3g} is {sigma[j] / std[j]:.1f} standard deviations of feature {label} in X "
+        f"({large.size} feature(s) above {LARGE_SIGMA:g}); the perturbation may dwarf the data. "
+        "Consider sigma=pgexact.noise.scaled(X_background, 0.3). Shown once per session.",
+        UserWarning, stacklevel=4)
+
+
 def _noise_item(item: Any, j: Optional[int]) -> Any:
     """A NoiseFamily instance from a name or an object (``j``: position in a per-feature list)."""
     where = "noise" if j is None else f"noise[{j}]"
     if isinstance(item, str):
-        key = item.lower()
-        if key not in NOISE_FAMILIES:
-            raise ValueError(f"{where}: unknown family {item!r}; expected 'normal', 'uniform' or 'laplace'")
-        return _noise.FAMILIES[key]()
+        if item not in NOISE_FAMILIES:  # names are exact: no aliases, no case folding
+            raise ValueError(f"{where}: unknown family {item!r}; expected exactly 'normal', 'uniform' "
+                             "or 'laplace' (or a pgexact.noise object)")
+        return _noise.FAMILIES[item]()
     if isinstance(item, _noise.NoiseFamily) and type(item) in (_noise.Normal, _noise.Uniform, _noise.Laplace):
         return item
     if isinstance(item, type) and issubclass(item, _noise.NoiseFamily) and item is not _noise.NoiseFamily:
@@ -126,14 +173,20 @@ def _noise_item(item: Any, j: Optional[int]) -> Any:
     )
 
 
-def as_noise(noise: Any, sigma: Any, d: int) -> Tuple[np.ndarray, np.ndarray]:
+def as_noise(noise: Any, sigma: Any, d: int,
+             order: Optional[ColumnOrder] = None) -> Tuple[np.ndarray, np.ndarray]:
     """Per-feature standard deviations (float64) and family codes (uint8) for the kernels.
 
     ``noise`` is a family name, a ``pgexact.noise`` object, or a sequence with one of those per
     feature. ``sigma`` is the metric's ``sigma`` argument (positive float or (d,) array). A noise
     object that carries its own ``sigma`` overrides the argument for the features it applies to;
     ``sigma=None`` is accepted when the objects cover every feature.
+
+    Per-feature values follow ``X``'s columns (a named ``sigma`` Series is matched by name);
+    with ``order`` the result is in the model's order (see :mod:`pgexact._columns`).
     """
+    if order is not None:
+        sigma = order.by_name(sigma, "sigma")
     if isinstance(noise, (list, tuple, np.ndarray)):
         items = list(noise)
         if len(items) != d:
@@ -172,33 +225,41 @@ def as_noise(noise: Any, sigma: Any, d: int) -> Tuple[np.ndarray, np.ndarray]:
         sig = as_sigma(sigma, d).copy()
         sig[covered] = own[covered]
     codes = np.fromiter((f.code for f in families), dtype=np.uint8, count=d)
+    if order is not None:
+        sig, codes = order.columns(sig), order.columns(codes)
     return np.ascontiguousarray(sig), codes
 
 
-def _feature_index(f: Any, ensemble: "Columns", name: str) -> int:
+def _feature_index(f: Any, ensemble: "Columns", name: str, order: Optional[ColumnOrder] = None) -> int:
+    """The model's index of one feature: a position in ``X`` or a name."""
     d = ensemble.n_features
     if isinstance(f, (bool, np.bool_)):
         raise TypeError(f"{name}: expected feature indices or names, got a boolean {f!r}")
     if isinstance(f, numbers.Integral):
         j = int(f)
-        if j < 0:
-            j += d
         if not 0 <= j < d:
-            raise ValueError(f"{name}: feature index {int(f)} is out of range for {d} features")
-        return j
+            raise ValueError(f"{name}: feature index {j} is out of range; pass positions 0..{d - 1} of X's "
+                             "columns (negative positions are not accepted) or feature names")
+        return j if order is None else int(order.ranking(np.array([j]))[0])
     if isinstance(f, str):
         names = ensemble.feature_names
-        if names is None:
-            raise ValueError(f"{name}: feature name {f!r} given but the model has no feature names")
-        try:
+        if names is not None and f in names:
             return names.index(f)
-        except ValueError:
-            raise ValueError(f"{name}: unknown feature name {f!r}") from None
+        p = None if order is None else order.position(f)  # X's own name (LightGBM's spaces)
+        if order is not None and p is not None:
+            return int(order.ranking(np.array([p]))[0])
+        if names is None:
+            raise ValueError(f"{name}: feature name {f!r} given but the model has no feature names; "
+                             "pass positions of X's columns")
+        raise ValueError(f"{name}: unknown feature name {f!r}; the model's features are {names[:8]}"
+                         f"{'...' if len(names) > 8 else ''}")
     raise TypeError(f"{name}: expected feature indices or names, got {type(f).__name__}")
 
 
-def as_feature_mask(features: Any, ensemble: "Columns", n_rows: int) -> np.ndarray:
-    """A (d,) or (n, d) uint8 mask from indices, names or a boolean mask."""
+def as_feature_mask(features: Any, ensemble: "Columns", n_rows: int,
+                    order: Optional[ColumnOrder] = None) -> np.ndarray:
+    """A (d,) or (n, d) uint8 mask in the model's order from positions in ``X``, names or a
+    boolean mask over ``X``'s columns (see :mod:`pgexact._columns`)."""
     d = ensemble.n_features
     if features is None:
         raise TypeError("features: expected feature indices, names or a boolean mask, got None")
@@ -207,14 +268,15 @@ def as_feature_mask(features: Any, ensemble: "Columns", n_rows: int) -> np.ndarr
     arr = np.asarray(features) if not isinstance(features, (set, frozenset)) else None
     if arr is not None and arr.dtype == np.bool_:
         if arr.shape == (d,) or arr.shape == (n_rows, d):
-            return np.ascontiguousarray(arr, dtype=np.uint8)
+            mask = np.ascontiguousarray(arr, dtype=np.uint8)
+            return mask if order is None else order.columns(mask)
         raise ValueError(f"features: a boolean mask must have shape ({d},) or ({n_rows}, {d}), got {arr.shape}")
     items = list(features) if arr is None or arr.ndim == 1 else None
     if items is None:
         raise ValueError("features: expected a list of indices or names, or a boolean mask")
     mask = np.zeros(d, dtype=np.uint8)
     for f in items:
-        j = _feature_index(f, ensemble, "features")
+        j = _feature_index(f, ensemble, "features", order)
         if mask[j]:
             raise ValueError(f"features: feature {f!r} is listed twice")
         mask[j] = 1
@@ -228,10 +290,8 @@ def as_ranking(ranking: Any, d: int, n_rows: int, name: str = "ranking") -> np.n
     except Exception:
         raise TypeError(f"{name}: expected an integer array") from None
     if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.integer) or arr.size == 0):
-        if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
-            arr = arr.astype(np.int64)
-        else:
-            raise TypeError(f"{name}: expected integer feature indices, got dtype {arr.dtype}")
+        raise TypeError(f"{name}: expected integer positions of X's columns, got dtype {arr.dtype}; "
+                        "pass an integer array (attributions go in attributions=)")
     if arr.shape not in ((d,), (n_rows, d)):
         raise ValueError(f"{name}: expected shape ({d},) or ({n_rows}, {d}), got {arr.shape}")
     arr = np.ascontiguousarray(arr, dtype=np.int64)
@@ -242,12 +302,19 @@ def as_ranking(ranking: Any, d: int, n_rows: int, name: str = "ranking") -> np.n
     return arr
 
 
-def as_attributions(attributions: Any, d: int, n_rows: int) -> np.ndarray:
-    """Finite (n, d) float64 attributions; a (d,) vector applies to every row."""
-    if _is_dataframe(attributions):
-        attributions = attributions.to_numpy()
+def as_attributions(attributions: Any, d: int, n_rows: int,
+                    order: Optional[ColumnOrder] = None) -> np.ndarray:
+    """Finite (n, d) float64 attributions; a (d,) vector applies to every row.
+
+    Columns follow ``X``'s (a DataFrame is matched by column name); with ``order`` the result
+    is in the model's order (see :mod:`pgexact._columns`).
+    """
     if hasattr(attributions, "values") and hasattr(attributions, "base_values"):
         attributions = attributions.values  # a shap.Explanation
+    if order is not None:
+        attributions = order.by_name(attributions, "attributions")
+    elif _is_dataframe(attributions):
+        attributions = attributions.to_numpy()
     try:
         arr = np.asarray(attributions, dtype=np.float64)
     except (TypeError, ValueError):
@@ -258,14 +325,25 @@ def as_attributions(attributions: Any, d: int, n_rows: int) -> np.ndarray:
         raise ValueError(f"attributions: expected shape ({n_rows}, {d}), got {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise ValueError("attributions: values must be finite (no NaN or inf)")
-    return np.ascontiguousarray(arr)
+    arr = np.ascontiguousarray(arr)
+    return arr if order is None else order.columns(arr)
 
 
-def ranking_from_attributions(attributions: Any, d: int, n_rows: int) -> np.ndarray:
-    """Most important first: descending |attribution|, ties to the lower index."""
-    arr = as_attributions(attributions, d, n_rows)
+def _x_order_ranking(attributions: Any, d: int, n_rows: int,
+                     order: Optional[ColumnOrder]) -> np.ndarray:
+    arr = as_attributions(attributions, d, n_rows, None if order is None else order.in_x_order())
     # A stable sort of -|a| keeps equal magnitudes in index order.
     return np.ascontiguousarray(np.argsort(-np.abs(arr), axis=1, kind="stable"), dtype=np.int64)
+
+
+def ranking_from_attributions(attributions: Any, d: int, n_rows: int,
+                              order: Optional[ColumnOrder] = None) -> np.ndarray:
+    """Most important first: descending |attribution|, ties to the lower position in ``X``.
+
+    With ``order``, the columns follow ``X`` and the ranking holds the model's indices.
+    """
+    ranking = _x_order_ranking(attributions, d, n_rows, order)
+    return ranking if order is None else order.ranking(ranking)
 
 
 # More threads than this are never requested from the core (which also caps at the row count and
@@ -292,7 +370,7 @@ def as_output(output: Optional[Union[int, np.integer]], n_outputs: int, what: st
     if output is None:
         if n_outputs > 1:
             raise ValueError(
-                f"output: this {what} has {n_outputs} outputs (one per class); "
+                f"output: this {what} has {n_outputs} outputs; "
                 f"pass output=k with k in 0..{n_outputs - 1}"
             )
         return 0

@@ -7,7 +7,7 @@ which iterations the library itself predicts with.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -41,6 +41,40 @@ def booster_and_iterations(model: Any) -> Tuple[Any, int]:
         raise ValueError(f"model: this {type(model).__name__} is not fitted ({exc})") from None
     best = booster.attr("best_iteration")
     return booster, (int(best) + 1 if best is not None else -1)
+
+
+def _boolean_fields(node: Any) -> Iterator[Tuple[str, Any]]:
+    """Every ``default_left`` array of a parsed XGBoost JSON model (any nesting, DART too)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "default_left":
+                yield key, value
+            else:
+                yield from _boolean_fields(value)
+    elif isinstance(node, list) and node and isinstance(node[0], (dict, list)):
+        for value in node:
+            yield from _boolean_fields(value)
+
+
+def check_written_fields(raw: bytes) -> None:
+    """Refuse an XGBoost JSON file whose ``default_left`` holds anything but 0 / 1.
+
+    XGBoost only ever writes 0 or 1 there; another value (a hand-edited or corrupted file) is
+    refused rather than read a third way. UBJSON files are checked by the C++ parser only.
+    """
+    if raw.lstrip()[:1] != b"{":
+        return
+    try:
+        doc = json.loads(raw)
+        fields = list(_boolean_fields(doc))
+    except (ValueError, RecursionError):
+        return  # the C++ parser reports malformed or absurdly nested JSON itself
+    for key, values in fields:
+        bad = [v for v in (values if isinstance(values, list) else [values])
+               if not (isinstance(v, (int, bool)) and int(v) in (0, 1))]
+        if bad:
+            raise _kernels.ModelError(f"{key} holds {bad[0]!r}; XGBoost writes only 0 or 1 there "
+                                      "(re-save the model with XGBoost)")
 
 
 def xgboost_ensemble(raw: bytes, output: Optional[int], n_iterations: int, source: str,

@@ -22,9 +22,10 @@ are identical (bit for bit) to the in-memory results.
   (``pgexact-model-<token>``) that every block task depends on. It pickles as its compact,
   validated arena bytes.
 * X may be chunked along columns; it is rechunked to one column chunk. A dask DataFrame is
-  matched to the model's feature names like a pandas DataFrame (reordered once, extra columns
-  dropped), then converted with ``to_dask_array(lengths=True)`` (which computes the partition
-  lengths).
+  matched to the model's feature names like a pandas DataFrame (extra columns dropped), then
+  converted with ``to_dask_array(lengths=True)`` (which computes the partition lengths); each
+  block is read as a pandas DataFrame again, so positions in ``features``, ``ranking``,
+  ``attributions`` and ``sigma`` follow X's columns exactly as in memory (``docs/columns.md``).
 * Per-row arguments, a ``(n, d)`` ``ranking``, ``attributions`` or boolean ``features`` mask
   (numpy or dask), are rechunked to X's row chunks; ``(d,)`` ones are shared by every block.
 * ``n_jobs`` (OpenMP threads inside each block task) defaults to 1, not "all cores": Dask
@@ -52,11 +53,12 @@ from dask.delayed import delayed
 from . import _api, _moments
 from ._adapters import load
 from ._optional import optional
+from ._columns import ColumnOrder, identity_order
 from ._validation import (
-    _is_dataframe,
     as_attributions,
     as_feature_mask,
     as_matrix,
+    as_matrix_ordered,
     as_n_jobs,
     as_noise,
     as_ranking,
@@ -82,11 +84,21 @@ def _in_memory(name: str) -> Callable[..., np.ndarray]:
 
 
 def _run_block(ens: TreeEnsemble, x: np.ndarray, *row_args: np.ndarray, metric: str,
-               row_names: Tuple[str, ...], options: Dict[str, Any]) -> np.ndarray:
-    """One row block: the in-memory function on the block and its slice of the per-row args."""
+               row_names: Tuple[str, ...], options: Dict[str, Any],
+               columns: Optional[List[str]] = None) -> np.ndarray:
+    """One row block: the in-memory function on the block and its slice of the per-row args.
+
+    ``columns``: a dask DataFrame's used column names in its own order; the block becomes a
+    pandas DataFrame again so that names and positions are read exactly as in memory.
+    """
     kw = dict(options)
     kw.update(zip(row_names, row_args))
-    return _in_memory(metric)(ens, x, **kw)
+    rows: Any = x
+    if columns is not None:
+        import pandas as pd
+
+        rows = pd.DataFrame(x, columns=columns)
+    return _in_memory(metric)(ens, rows, **kw)
 
 
 def _frame_to_float64(df: Any) -> Any:
@@ -163,17 +175,23 @@ def _check_numeric_columns(meta: Any) -> None:
             )
 
 
-def _as_dask_matrix(X: Any, ens: TreeEnsemble) -> da.Array:
-    """X as a 2-D dask array with the model's d columns in one chunk (names matched)."""
+def _as_dask_matrix(X: Any, ens: TreeEnsemble) -> Tuple[da.Array, Optional[List[str]], ColumnOrder]:
+    """X as a 2-D dask array with the d used columns in one chunk, in X's own order.
+
+    For a dask DataFrame, also the names of those columns (the blocks become pandas frames
+    again) and how they map to the model's features.
+    """
     d = ens.n_features
+    names: Optional[List[str]] = None
+    order = identity_order(ens.feature_names)
     if _is_dask_dataframe(X):
         meta = X._meta
-        as_matrix(meta, ens)  # the in-memory name / column-count checks, on the empty meta
+        _, order = as_matrix_ordered(meta, ens)  # the in-memory name / column-count checks
         _check_numeric_columns(meta)
-        names = ens.feature_names
-        columns = [str(c) for c in X.columns]
-        if names is not None and set(names) <= set(columns):
-            X = X[[X.columns[columns.index(n)] for n in names]]
+        if order.names is not None and len(order.names) == d:
+            names = list(order.names)
+            wanted = set(names)
+            X = X[[c for c in X.columns if str(c) in wanted]]
         meta_out = _frame_to_float64(X._meta)
         X = X.map_partitions(_frame_to_float64, meta=meta_out).to_dask_array(lengths=True)
     elif is_dask_collection(X) and not isinstance(X, da.Array):
@@ -192,7 +210,7 @@ def _as_dask_matrix(X: Any, ens: TreeEnsemble) -> da.Array:
     as_matrix(np.empty((0, d), dtype=X.dtype), ens)  # dtype checks (complex, strings)
     if len(X.chunks[1]) != 1:
         X = X.rechunk({1: -1})
-    return cast(da.Array, X)
+    return cast(da.Array, X), names, order
 
 
 class _Rows:
@@ -239,13 +257,14 @@ class _Rows:
         self.arrays.append(da.from_array(arr, chunks=(self.X.chunks[0], (self.d,))))
 
 
-def _features(rows: _Rows, ens: TreeEnsemble, features: Any) -> None:
+def _features(rows: _Rows, ens: TreeEnsemble, features: Any, order: ColumnOrder) -> None:
     if rows.add_dask("features", features):
         return
     n = -1 if np.isnan(rows.n) else int(rows.n)
     if np.ndim(features) == 2:
         n = rows._known("features")
-    mask = as_feature_mask(features, ens, n)  # raises for bad names / indices / shapes
+    mask = as_feature_mask(features, ens, n, order)  # raises for bad names / indices / shapes
+    mask = order.columns_out(mask)  # the blocks read masks in X's column order
     if mask.ndim == 2:
         rows._known("features")
         rows.add_numpy("features", mask.astype(bool))
@@ -267,13 +286,12 @@ def _ranking(rows: _Rows, ranking: Any, name: str = "ranking") -> None:
         rows.shared[name] = rk
 
 
-def _attributions(rows: _Rows, attributions: Any) -> None:
+def _attributions(rows: _Rows, attributions: Any, order: ColumnOrder) -> None:
     if rows.add_dask("attributions", attributions):
         return
-    if _is_dataframe(attributions):
-        attributions = attributions.to_numpy()
     if hasattr(attributions, "values") and hasattr(attributions, "base_values"):
         attributions = attributions.values  # a shap.Explanation
+    attributions = order.in_x_order().by_name(attributions, "attributions")  # X's column order
     d = rows.d
     if np.ndim(attributions) == 1:
         rows.shared["attributions"] = as_attributions(attributions, d, 1)[0]
@@ -287,19 +305,19 @@ def _build(func: str, model: Any, X: Any, *, sigma: Any, noise: Any, n_jobs: Any
            attributions: Any = None, uses: Tuple[str, ...] = ()) -> da.Array:
     ens = load(model, output=output)
     d = ens.n_features
-    as_noise(noise, sigma, d)
     as_n_jobs(n_jobs)
-    Xd = _as_dask_matrix(X, ens)
+    Xd, columns, order = _as_dask_matrix(X, ens)
+    as_noise(noise, sigma, d, order)
     rows = _Rows(Xd, d)
     if "features" in uses:
-        _features(rows, ens, features)
+        _features(rows, ens, features, order)
     if "ranking" in uses:
         if ranking is not None and attributions is not None:
             raise ValueError("ranking: give either ranking or attributions, not both")
         if ranking is not None or func == "pg2_curve":
             _ranking(rows, ranking)
         elif attributions is not None:
-            _attributions(rows, attributions)
+            _attributions(rows, attributions, order)
     options = dict(rows.shared, sigma=sigma, noise=noise, n_jobs=n_jobs)
     wide = func in ("pg2_curve", "rank")
     dtype = np.int64 if func == "rank" else np.float64
@@ -311,6 +329,7 @@ def _build(func: str, model: Any, X: Any, *, sigma: Any, noise: Any, n_jobs: Any
         metric=func,
         row_names=tuple(rows.names),
         options=options,
+        columns=columns,
         token=f"pgexact-{func}",
         dtype=dtype,
         chunks=(Xd.chunks[0], (d,)) if wide else (Xd.chunks[0],),

@@ -17,13 +17,14 @@ import numpy as np
 
 from . import metrics as _metrics
 from ._adapters import load
+from ._columns import ColumnOrder
+from ._pipeline import is_pipeline, split_pipeline, transform
 from ._api import rank_with_curve
 from ._optional import require
 from ._plotting import plot_explanation
 from ._validation import (
-    _is_dataframe,
     as_importance_scheme,
-    as_matrix,
+    as_matrix_ordered,
     as_n_jobs,
     as_noise,
     as_row_index,
@@ -38,31 +39,6 @@ __all__ = ["Explainer", "Explanation"]
 
 
 # ---------------------------------------------------------------------------------------- helpers
-def _is_sklearn_pipeline(model: Any) -> bool:
-    return any(c.__name__ == "Pipeline" and (c.__module__ or "").startswith("sklearn.")
-               for c in type(model).__mro__)
-
-
-def _final_estimator(model: Any) -> Tuple[Any, Optional[List[str]]]:
-    """The tree model to load, and feature names offered by a Pipeline's earlier steps."""
-    if not _is_sklearn_pipeline(model):
-        return model, None
-    steps = getattr(model, "steps", None) or []
-    if not steps:
-        raise TypeError("model: the scikit-learn Pipeline has no steps")
-    step_name, last = steps[-1]
-    if last is None or isinstance(last, str):
-        raise TypeError(f"model: the last step of the Pipeline ({step_name!r}) is {last!r}; "
-                        "pgexact needs a tree model there")
-    names = None
-    if len(steps) > 1:
-        try:
-            names = [str(n) for n in model[:-1].get_feature_names_out()]
-        except Exception:  # transformers without feature names out: fall back to the model's
-            names = None
-    return last, names
-
-
 def _output_name(estimator: Any, ens: TreeEnsemble) -> str:
     """A short label for the explained output column (also shap's ``output_names``)."""
     k = ens.output
@@ -101,9 +77,10 @@ class Explainer:
     model
         Anything :func:`pgexact.load` accepts (XGBoost, LightGBM, scikit-learn tree models, a
         model file path, a ``TreeEnsemble``), or a scikit-learn ``Pipeline`` whose last step is
-        one of those. A Pipeline is explained through its last step only: pass ``X`` already
-        transformed by the earlier steps, e.g. ``explainer(pipe[:-1].transform(X))``.
-        The model is parsed once, here.
+        one of those. A Pipeline's earlier steps transform ``X`` (pass the raw rows) and its last
+        step is explained on the transformed features, named by ``get_feature_names_out``
+        when the steps provide names; perturbation happens in that space. The model is parsed
+        once, here.
     sigma, noise
         The perturbation, as in :func:`pgexact.pg2`: a positive float or a ``(d,)`` array, and
         ``"normal"``, ``"uniform"``, ``"laplace"`` or a ``pgexact.noise`` object.
@@ -115,8 +92,8 @@ class Explainer:
 
     def __init__(self, model: Any, *, sigma: Any = 0.3, noise: Any = "normal",
                  n_jobs: Optional[int] = None, output: Optional[int] = None) -> None:
-        estimator, self._pipeline_names = _final_estimator(model)
-        self._is_pipeline = _is_sklearn_pipeline(model)
+        self._preprocess, estimator = split_pipeline(model)
+        self._is_pipeline = is_pipeline(model)
         self.model = model
         self.ensemble: TreeEnsemble = load(estimator, output=output)
         as_noise(noise, sigma, self.ensemble.n_features)  # fail here, not at the first call
@@ -134,44 +111,44 @@ class Explainer:
     def feature_names(self) -> List[str]:
         """The model's feature names, else names from a Pipeline's earlier steps, else x0, x1, ..."""
         names = self.ensemble.feature_names
-        if names is None:
-            names = self._pipeline_names
+        if names is None and self._preprocess is not None:
+            try:
+                names = [str(n) for n in self._preprocess.get_feature_names_out()]
+            except Exception:  # steps without feature names out
+                names = None
         if names is None or len(names) != self.n_features:
             names = [f"x{j}" for j in range(self.n_features)]
         return list(names)
 
-    def _names_for(self, X: Any) -> List[str]:
-        d = self.n_features
-        model_names = self.ensemble.feature_names
-        if _is_dataframe(X):
-            columns = [str(c) for c in X.columns]
-            if model_names is not None and set(model_names) <= set(columns):
-                return list(model_names)  # X was reordered into the model's column order
-            if columns != [str(j) for j in range(d)]:
-                return columns
-        return self.feature_names
+    def _names_for(self, order: ColumnOrder) -> List[str]:
+        """X's column names in X's order, else :attr:`feature_names`."""
+        names, d = order.names, self.n_features
+        if names is None or len(names) != d or names == [str(j) for j in range(d)]:
+            return self.feature_names
+        return list(names)
 
     def __call__(self, X: Any) -> "Explanation":
-        """Explain every row of X (2-D numpy array or DataFrame)."""
+        """Explain every row of X (2-D numpy array or DataFrame; raw rows for a Pipeline).
+
+        Everything per feature (``values``, ``ranking``, ``data``, ``feature_names``) follows
+        X's columns as passed (``docs/columns.md``).
+        """
         ens = self.ensemble
-        try:
-            Xa = as_matrix(X, ens)
-        except ValueError as exc:
-            if self._is_pipeline:
-                raise ValueError(f"{exc}. The Pipeline is explained through its last step only: pass X "
-                                 "already transformed, e.g. explainer(pipeline[:-1].transform(X))") from None
-            raise
-        ranking, curve = rank_with_curve(ens, Xa, sigma=self.sigma, noise=self.noise, n_jobs=self.n_jobs)
+        if self._preprocess is not None:
+            X = transform(self._preprocess, X)
+        Xa, order = as_matrix_ordered(X, ens)
+        ranking, curve = rank_with_curve(ens, X, sigma=self.sigma, noise=self.noise, n_jobs=self.n_jobs)
         gains = np.diff(curve, axis=1, prepend=0.0)
         values = np.empty_like(curve)
         np.put_along_axis(values, ranking, gains, axis=1)
+        values += 0.0  # no -0.0 in outputs
         return Explanation(
             values=values,
             ranking=ranking,
-            curve=curve,
+            curve=curve + 0.0,
             base_values=ens.predict(Xa),
-            data=Xa,
-            feature_names=self._names_for(X),
+            data=order.columns_out(Xa),
+            feature_names=self._names_for(order),
             output_names=self.output_names,
             sigma=self.sigma,
             noise=self.noise,
@@ -204,7 +181,7 @@ class Explanation:
     base_values : (n,) float64
         ``f(x)``, the model's raw output (margin for boosted classifiers).
     data : (n, d) float64
-        The rows, in the model's column order.
+        The rows, in X's column order (transformed rows for a Pipeline).
     feature_names : list of d str
         DataFrame column names when X was a DataFrame, else the model's names, else x0, x1, ...
     output_names : str
@@ -307,18 +284,24 @@ class Explanation:
             score = self._2d("values").mean(axis=0) if n else np.full(d, np.nan)
         else:  # one implementation, shared with pgexact.metrics.global_scores
             score = _metrics.global_scores(self._2d("ranking"), scheme)
-        series = pd.Series(score, index=pd.Index(self.feature_names, name="feature"),
+        series = pd.Series(np.asarray(score, dtype=np.float64) + 0.0,  # no -0.0
+                           index=pd.Index(self.feature_names, name="feature"),
                            name=f"pgexact importance ({scheme.lower()})")
         return series.sort_values(ascending=False, kind="stable")
 
     # -- plots -------------------------------------------------------------------------------
     def plot(self, kind: str = "bar", *, scheme: str = "geom", max_display: Optional[int] = 20,
              ax: Optional["Axes"] = None) -> "Axes":
-        """Plot with matplotlib and return the Axes.
+        """Plot with matplotlib and return the Axes; axes are labelled in PG² terms.
 
-        - ``kind="bar"``: horizontal bars of :meth:`global_importance` (``scheme``), largest on top;
+        - ``kind="bar"``: horizontal bars of :meth:`global_importance` (``scheme``, the same
+          default), largest on top;
         - ``kind="ranks"``: a heat map of the fraction of rows in which each feature (rows,
-          ordered by ``scheme``) sits at each rank (columns, 1 = most important).
+          ordered by ``scheme``) sits at each rank (columns, 1 = most important);
+        - ``kind="beeswarm"``: every row's greedy PG² gain per feature, coloured by the
+          feature's value, features ordered by ``scheme``;
+        - ``kind="waterfall"`` (one row, ``ex[i]``): the PG² curve of the row's greedy ranking,
+          from 0 up to ``PG²(x, all features)``, one bar per feature.
 
         ``max_display`` caps the number of features (and ranks) shown; None shows all.
         """
@@ -327,16 +310,20 @@ class Explanation:
 
     # -- shap interoperability ---------------------------------------------------------------
     def to_shap(self) -> Any:
-        """A ``shap.Explanation`` with the same values, base values, data and feature names.
+        """A ``shap.Explanation`` in PG² units: the greedy PG² gains, base values 0.
 
-        ``shap.plots.bar``, ``beeswarm`` and (on one row) ``waterfall`` work on it. Note that
-        ``base_values`` is ``f(x)`` and the values sum to ``PG²``, so a waterfall's "E[f(X)]"
-        label shows ``f(x)`` and its end point is ``f(x) + PG²(x, all features)``.
+        ``values[r]`` sums to ``PG²(x_r, all features)`` and ``base_values`` are 0, so the two
+        add up in PG² (squared output) units: a waterfall starts at 0 and ends at
+        ``PG²(x, all features)``. ``f(x)`` stays in :attr:`base_values` of this Explanation.
+        shap labels its axes for SHAP values ("SHAP value", "E[f(X)]", "f(x)") and its bar
+        plot ranks by mean |value| (the ``"gain"`` scheme, in absolute value); for PG² labels
+        and the ``"geom"`` default use :meth:`plot` (``"bar"``, ``"beeswarm"``,
+        ``"waterfall"``, ``"ranks"``).
         """
         shap = require("shap", "to_shap()")
         return shap.Explanation(
-            values=self.values.copy(),
-            base_values=self.base_values.copy() if self.base_values.ndim else float(self.base_values),
+            values=self.values + 0.0,  # no -0.0
+            base_values=np.zeros_like(self.base_values) if self.base_values.ndim else 0.0,
             data=self.data.copy(),
             feature_names=list(self.feature_names),
             # shap cannot infer the output dimensions of one row from a string output name

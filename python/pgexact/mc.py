@@ -23,6 +23,10 @@ given (XGBoost ``inplace_predict`` margins, LightGBM ``raw_score``, scikit-learn
 batch of rows are built in one array and predicted in one call, in chunks of at most
 ``_MAX_ROWS_PER_CALL`` rows.
 
+Positions and names follow ``X`` as passed, as in the exact functions (``docs/columns.md``):
+``features``, ``ranking``, ``attributions`` columns and per-feature ``sigma`` refer to X's
+columns, names are matched by name.
+
 Reproducibility: the noise for row ``i`` is the ``i``-th block of ``n_samples * d`` draws of one
 ``numpy.random.default_rng(seed)`` stream (a second derived stream for uniform / Laplace
 features), whatever the chunking, so the same seed gives the same numbers (also for any
@@ -34,12 +38,14 @@ numbers), so ``pg2(S = top-k)`` and column ``k`` of ``pg2_curve`` agree for the 
 from __future__ import annotations
 
 import numbers
-from typing import Any, Callable, Dict, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Union, cast
 
 import numpy as np
 
 from . import _validation as _v
 from ._adapters import predictor
+from ._columns import ColumnOrder
+from ._pipeline import unwrap
 from ._api import rank
 from ._target import Target
 from ._typing import ArrayLike, FloatArray, ModelLike, NoiseLike, SigmaLike
@@ -94,15 +100,18 @@ def _check_n_samples(n_samples: Any) -> int:
 
 
 def _as_ranking(ranking: Optional[ArrayLike], attributions: Optional[ArrayLike], n: int,
-                d: int) -> Optional[np.ndarray]:
-    """(n, d) or (1, d) int64 ranking, or None when neither argument is given."""
+                d: int, order: ColumnOrder) -> Optional[np.ndarray]:
+    """(n, d) or (1, d) int64 ranking of the model's indices, or None when neither is given.
+
+    Positions and attribution columns follow X's columns (see :mod:`pgexact._columns`).
+    """
     if ranking is not None and attributions is not None:
         raise ValueError("ranking: give either ranking or attributions, not both")
     if attributions is not None:
-        return _v.ranking_from_attributions(attributions, d, n).reshape(-1, d)
+        return _v.ranking_from_attributions(attributions, d, n, order).reshape(-1, d)
     if ranking is None:
         return None
-    return _v.as_ranking(ranking, d, n).reshape(-1, d)
+    return order.ranking(_v.as_ranking(ranking, d, n)).reshape(-1, d)
 
 
 def _prefix_masks(ranking: np.ndarray, bottom: bool) -> np.ndarray:
@@ -204,25 +213,37 @@ def _simulate(target: Target, X: np.ndarray, masks: np.ndarray, sigma: np.ndarra
     )
 
 
+class _Setup(NamedTuple):
+    target: Target
+    A: np.ndarray  # rows in the model's feature order
+    sigma: np.ndarray  # per-feature std, model order
+    sampler: Sampler
+    K: int
+    order: ColumnOrder  # X's columns -> the model's
+    X: Any  # the rows as the model sees them (a Pipeline's transformed rows)
+
+
 def _setup(model: ModelLike, X: ArrayLike, sigma: SigmaLike, noise: NoiseLike, n_samples: int,
-           seed: Optional[int], output: Optional[int], n_jobs: Optional[int]
-           ) -> Tuple[Target, np.ndarray, np.ndarray, Sampler, int]:
+           seed: Optional[int], output: Optional[int], n_jobs: Optional[int]) -> _Setup:
+    model, X = unwrap(model, X)  # a Pipeline: its final model on the transformed rows
     target = _resolve(model, output, n_jobs)
-    A = _v.as_matrix(X, target)
+    A, order = _v.as_matrix_ordered(X, target)
     d = A.shape[1]
-    sig, codes = _v.as_noise(noise, sigma, d)  # per-feature std and family codes
+    sig, codes = _v.as_noise(noise, sigma, d, order)  # per-feature std and family codes
+    _v.warn_large_sigma(A, sig, order)
     K = _check_n_samples(n_samples)
-    return target, A, sig, Sampler(codes, seed), K
+    return _Setup(target, A, sig, Sampler(codes, seed), K, order, X)
 
 
-def _ranking_for(target: Target, A: np.ndarray, ranking: Optional[ArrayLike],
+def _ranking_for(st: _Setup, ranking: Optional[ArrayLike],
                  attributions: Optional[ArrayLike], sigma: SigmaLike, noise: NoiseLike,
                  output: Optional[int], n_jobs: Optional[int]) -> np.ndarray:
-    n, d = A.shape
-    r = _as_ranking(ranking, attributions, n, d)
-    if r is None:  # the greedy exact ranking, as in pgexact.pgi2
-        r = np.asarray(rank(target.exact_model, A, sigma=sigma, noise=noise, n_jobs=n_jobs,
-                            output=output), dtype=np.int64).reshape(n, d)
+    n, d = st.A.shape
+    r = _as_ranking(ranking, attributions, n, d, st.order)
+    if r is None:  # the greedy exact ranking, as in pgexact.pgi2 (on X as passed)
+        greedy = rank(st.target.exact_model, st.X, sigma=sigma, noise=noise, n_jobs=n_jobs,
+                      output=output)
+        r = st.order.ranking(np.asarray(greedy, dtype=np.int64)).reshape(n, d)
     return r
 
 
@@ -265,10 +286,10 @@ def pg2(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike
     numpy.ndarray of shape (n,), float64, or a pair of them
         The estimates, or ``(estimates, standard errors)`` with ``return_se=True``.
     """
-    target, A, s, rng, K = _setup(model, X, sigma, noise, n_samples, seed, output, n_jobs)
-    n, d = A.shape
-    mask = _v.as_feature_mask(features, target, n).astype(bool)
-    r = _simulate(target, A, mask.reshape(-1, 1, d), s, rng, K)
+    st = _setup(model, X, sigma, noise, n_samples, seed, output, n_jobs)
+    n, d = st.A.shape
+    mask = _v.as_feature_mask(features, st.target, n, st.order).astype(bool)
+    r = _simulate(st.target, st.A, mask.reshape(-1, 1, d), st.sigma, st.sampler, st.K)
     return _ret(r["sq"][:, 0], r["sq_se"][:, 0], return_se)
 
 
@@ -276,9 +297,9 @@ def _curve_stats(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike],
                  attributions: Optional[ArrayLike], sigma: SigmaLike, noise: NoiseLike,
                  output: Optional[int], n_samples: int, seed: Optional[int],
                  n_jobs: Optional[int], bottom: bool) -> Dict[str, np.ndarray]:
-    target, A, s, rng, K = _setup(model, X, sigma, noise, n_samples, seed, output, n_jobs)
-    r = _ranking_for(target, A, ranking, attributions, sigma, noise, output, n_jobs)
-    return _simulate(target, A, _prefix_masks(r, bottom), s, rng, K)
+    st = _setup(model, X, sigma, noise, n_samples, seed, output, n_jobs)
+    r = _ranking_for(st, ranking, attributions, sigma, noise, output, n_jobs)
+    return _simulate(st.target, st.A, _prefix_masks(r, bottom), st.sigma, st.sampler, st.K)
 
 
 def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: SigmaLike = 0.3,

@@ -29,11 +29,12 @@ Arbitrary user CDFs are not supported: passing any other object raises ``TypeErr
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Optional, cast
 
 import numpy as np
 
-__all__ = ["Normal", "Uniform", "Laplace", "NoiseFamily", "Sampler"]
+__all__ = ["Normal", "Uniform", "Laplace", "NoiseFamily", "Sampler", "scaled"]
 
 _SQRT3 = math.sqrt(3.0)
 _SQRT2 = math.sqrt(2.0)
@@ -193,15 +194,16 @@ class Laplace(NoiseFamily):
         return -_SQRT_HALF * np.sign(v) * np.log(tail)
 
 
-FAMILIES = {"normal": Normal, "gaussian": Normal, "uniform": Uniform, "laplace": Laplace}
+FAMILIES = {"normal": Normal, "uniform": Uniform, "laplace": Laplace}
 
 
 def get(name: str) -> NoiseFamily:
     """The family object for a name (``"normal"``, ``"uniform"``, ``"laplace"``)."""
     try:
-        return FAMILIES[name.lower()]()
-    except (KeyError, AttributeError):
-        raise ValueError(f"noise: unknown family {name!r}; expected 'normal', 'uniform' or 'laplace'") from None
+        return FAMILIES[name]()  # exact names: no aliases, no case folding
+    except (KeyError, TypeError):
+        raise ValueError(f"noise: unknown family {name!r}; expected exactly 'normal', 'uniform' or "
+                         "'laplace'") from None
 
 
 class Sampler:
@@ -237,3 +239,52 @@ class Sampler:
             for family, mask in self.by_uniform:
                 z[..., mask] = family.from_uniform(u[..., mask])
         return cast(np.ndarray, z)
+
+
+def scaled(X_background: Any, scale: float = 0.3) -> Any:
+    """Per-feature ``sigma``: ``scale`` standard deviations of each feature in a background sample.
+
+    >>> sigma = pgexact.noise.scaled(X_train, 0.3)
+    >>> pgexact.pgi2(model, X_test, sigma=sigma)
+
+    Parameters
+    ----------
+    X_background : array_like or DataFrame, shape (m, d)
+        Rows that show each feature's spread (the training data, say); NaN is ignored.
+    scale : float, default 0.3
+        How many standard deviations of noise each feature gets.
+
+    Returns
+    -------
+    numpy.ndarray or pandas.Series of shape (d,)
+        ``scale * std`` per feature (population standard deviation, NaN ignored). A DataFrame
+        gives a Series indexed by its column names, which the metrics match by name
+        (``docs/columns.md``); an array gives an array in its column order.
+    """
+    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.number)):
+        raise TypeError(f"scale: expected a positive float, got {scale!r}")
+    if not (math.isfinite(float(scale)) and float(scale) > 0):
+        raise ValueError(f"scale: expected a positive finite float, got {scale!r}")
+    is_frame = hasattr(X_background, "columns") and hasattr(X_background, "to_numpy")
+    try:
+        data = (X_background.to_numpy(dtype=np.float64, na_value=np.nan) if is_frame
+                else np.asarray(X_background, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise TypeError("X_background: expected a 2-D numeric array or DataFrame") from None
+    if data.ndim != 2 or data.shape[0] < 2:
+        raise ValueError(f"X_background: expected a 2-D array with at least 2 rows, got shape {data.shape}")
+    counts = np.sum(~np.isnan(data), axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: reported below
+        std = np.nanstd(data, axis=0)
+    flat = np.nonzero(~(np.isfinite(std) & (std > 0)) | (counts < 2))[0]
+    if flat.size:
+        labels = [str(X_background.columns[j]) if is_frame else str(j) for j in flat[:5]]
+        raise ValueError(f"X_background: no spread in column(s) {labels}; pass more varied rows, or "
+                         "give those features a sigma of your own")
+    sigma = float(scale) * std
+    if is_frame:
+        import pandas as pd
+
+        return pd.Series(sigma, index=X_background.columns, name="sigma")
+    return sigma

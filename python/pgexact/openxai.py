@@ -41,6 +41,7 @@ import numpy as np
 from . import _validation as _v
 from . import mc
 from ._adapters import predictor
+from ._pipeline import unwrap
 from ._prepare import prepare_call
 from .noise import Sampler
 
@@ -64,16 +65,19 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
         raise TypeError(f"exact: expected True or False, got {exact!r}")
     n_samples = _v.as_positive_int(n_samples, "n_samples")
     seed = _v.as_seed(seed)
+    model, X = unwrap(model, X)  # a Pipeline: its final model on the transformed rows
     if exact:
         call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
         n, d = call.n_rows, call.n_features
     else:
         target = predictor(model, output, n_jobs)
-        A = _v.as_matrix(X, target)
+        A, order = _v.as_matrix_ordered(X, target)
         n, d = A.shape
-        sig, codes = _v.as_noise(noise, sigma, d)
+        sig, codes = _v.as_noise(noise, sigma, d, order)
     K = _v.as_top_k(k, d)
-    ranking = _v.ranking_from_attributions(attributions, d, n)
+    # attribution columns follow X's (by name for a DataFrame); the ranking holds model indices
+    ranking = call.attribution_ranking(attributions) if exact else \
+        _v.ranking_from_attributions(attributions, d, n, order)
     ks = np.arange(1, K + 1) if auc else np.array([K])
 
     if exact:
@@ -112,7 +116,8 @@ def pgi(model: Any, X: Any, attributions: Any, *, k: Any = 0.25, sigma: Any = 0.
     X
         (n, d) rows (numpy array or DataFrame).
     attributions
-        (n, d) finite attributions (a (d,) vector applies to every row), e.g. SHAP values.
+        (n, d) finite attributions (a (d,) vector applies to every row), e.g. SHAP values,
+        one column per column of X (a DataFrame is matched by name; ``docs/columns.md``).
     k
         A fraction in ``(0, 1]`` -> ``ceil(k * d)`` features, or an integer in ``1..d``.
     sigma, noise

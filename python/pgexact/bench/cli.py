@@ -71,7 +71,7 @@ def _common_options() -> argparse.ArgumentParser:
 
 
 def _data_options() -> argparse.ArgumentParser:
-    """The data: --dataset or --data/--target, --data-dir, --no-standardise, --samples."""
+    """The data: --dataset or --data/--target, --data-dir, --(no-)standardise, --samples."""
     data = argparse.ArgumentParser(add_help=False)
     group = data.add_argument_group("data")
     group.add_argument("--dataset", default=None, metavar="NAME",
@@ -84,8 +84,11 @@ def _data_options() -> argparse.ArgumentParser:
                        help="your own CSV (separator sniffed) instead of --dataset; needs --target")
     group.add_argument("--target", default=None, metavar="COLUMN", help="target column of --data")
     group.add_argument("--no-standardise", action="store_true",
-                       help="keep raw feature values (sigma is then in raw units; for a "
-                            "--model-file trained on raw features)")
+                       help="keep raw feature values (sigma is then in raw units); the default "
+                            "with --model-file")
+    group.add_argument("--standardise", action="store_true",
+                       help="standardise the features with the training rows' mean and std; "
+                            "the default with --model, off with --model-file unless given")
     group.add_argument("--samples", type=positive_int, default=None, metavar="N",
                        help="random (row, S) pairs (accuracy: 200, speed: 50) or test rows "
                             "(ranking, conciseness: 200)")
@@ -100,8 +103,10 @@ def _model_options() -> argparse.ArgumentParser:
                        help="single (1 tree, depth 4) or bigger (40 trees, depth 4), XGBoost, "
                             "trained on the training split (default: %(default)s)")
     group.add_argument("--model-file", default=None, metavar="PATH",
-                       help="a saved XGBoost .json/.ubj or LightGBM .txt model instead of --model "
-                            "(its features must be the data's columns, in order)")
+                       help="a saved XGBoost .json/.ubj or LightGBM .txt model instead of --model; "
+                            "data columns are matched by the feature names stored in the file "
+                            "(by position only when it stores none); no standardisation unless "
+                            "--standardise")
     group.add_argument("--grid-search", action="store_true",
                        help="choose eta and subsample by 5-fold CV over the paper-style grid "
                             f"eta {GRID['learning_rate']} x subsample {GRID['subsample']}")

@@ -13,6 +13,7 @@ from .common import Args, Json, UsageError, first_line
 __all__ = [
     "DATASETS", "DATA_FILES", "Dataset", "default_data_dir", "eval_rows", "load_data",
     "load_named", "random_pairs", "read_table", "split_and_standardise", "standardise_features",
+    "wants_standardise",
 ]
 
 DATASETS = ("diabetes", "friedman", "wine", "housing")
@@ -120,7 +121,7 @@ def split_and_standardise(name: str, X: np.ndarray, y: np.ndarray, names: Sequen
     if standardise:
         Xtr, Xte = standardise_features(Xtr, Xte)
     else:
-        notes = list(notes) + ["features not standardised (--no-standardise)"]
+        notes = list(notes) + ["features not standardised (raw values; --standardise to change)"]
     return Dataset(name, np.ascontiguousarray(Xtr), np.ascontiguousarray(Xte), ytr, yte, names,
                    notes, source)
 
@@ -172,6 +173,17 @@ def load_named(name: str, data_dir: Optional[str], *, seed: int, standardise: bo
                                  standardise=standardise)
 
 
+def wants_standardise(args: Args) -> bool:
+    """Standardise the features? The paper's recipes: yes unless --no-standardise; a
+    --model-file (trained on whatever the user trained it on): only with --standardise."""
+    yes, no = bool(getattr(args, "standardise", False)), bool(getattr(args, "no_standardise", False))
+    if yes and no:
+        raise UsageError("give either --standardise or --no-standardise, not both")
+    if getattr(args, "model_file", None):
+        return yes
+    return not no
+
+
 def load_data(args: Args) -> Dataset:
     """The data chosen by --dataset / --data --target."""
     csv = getattr(args, "data", None)
@@ -183,11 +195,11 @@ def load_data(args: Args) -> Dataset:
         X, y, names, notes = read_table(csv, sep=None, target=args.target)
         return split_and_standardise(os.path.splitext(os.path.basename(csv))[0], X, y, names,
                                      notes, os.path.abspath(csv), seed=args.seed,
-                                     standardise=not args.no_standardise)
+                                     standardise=wants_standardise(args))
     if getattr(args, "target", None):
         raise UsageError("--target goes with --data CSV")
     return load_named(args.dataset or "diabetes", args.data_dir, seed=args.seed,
-                      standardise=not args.no_standardise)
+                      standardise=wants_standardise(args))
 
 
 def eval_rows(data: Dataset, n: Optional[int], seed: int) -> np.ndarray:

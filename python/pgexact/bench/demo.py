@@ -8,7 +8,7 @@ estimates at a few sample counts: time per row and NMAE against the exact value.
 from __future__ import annotations
 
 import os
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -16,12 +16,14 @@ import pgexact
 from pgexact import mc
 from pgexact.metrics import nmae
 
-from .common import (Args, Json, UsageError, bar, fmt_time, log, require_xgboost, text_table, timed,
-                     versions, write_json)
+from .._optional import install_hint, optional
+
+from .common import (Args, Json, UsageError, bar, echo, fmt_time, log, require_matplotlib,
+                     require_xgboost, save_figure, text_table, timed, versions, write_json)
 from .data import load_named
 from .models import RECIPES, fit_xgb
 
-__all__ = ["cmd_demo", "demo_table", "run_demo"]
+__all__ = ["cmd_demo", "demo_figure", "demo_table", "run_demo"]
 
 
 def run_demo(args: Args, X: np.ndarray, model: Any) -> Tuple[np.ndarray, float, List[Json]]:
@@ -122,6 +124,37 @@ def cmd_demo(args: Args) -> int:
         top1_counts={names[i]: int(c) for i, c in enumerate(top1) if c},
         rows=results, versions=versions(),
     )
+    png = demo_figure(args, results)
+    if png is not None:
+        payload["figures"] = [os.path.basename(png)]
     path = write_json(args, "results.json", payload)
     log(args, f"wrote {path}")
     return 0
+
+
+def demo_figure(args: Args, results: Sequence[Json]) -> Optional[str]:
+    """demo.png: Monte Carlo's NMAE and time per row against its sample count, exact marked.
+
+    Returns the path, or None (with a note on screen) when matplotlib is not installed.
+    """
+    if optional("matplotlib") is None:
+        echo(f"(no demo.png: figures need matplotlib, {install_hint('matplotlib')})")
+        return None
+    require_matplotlib()
+    import matplotlib.pyplot as plt
+
+    mc_rows = [r for r in results if r["method"] == "monte_carlo"]
+    k = [r["samples"] for r in mc_rows]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    left.loglog(k, [max(r["nmae"], 1e-16) for r in mc_rows], "o-", label="Monte Carlo")
+    left.set_xlabel("Monte Carlo samples per prefix")
+    left.set_ylabel("NMAE of mean PGI² vs exact")
+    left.set_title("error (exact: 0)")
+    right.loglog(k, [r["time_per_row_s"] for r in mc_rows], "o-", label="Monte Carlo")
+    right.axhline(results[0]["time_per_row_s"], color="k", ls="--", label="exact")
+    right.set_xlabel("Monte Carlo samples per prefix")
+    right.set_ylabel("seconds per row")
+    right.set_title("time")
+    right.legend()
+    fig.tight_layout()
+    return save_figure(args, fig, "demo.png")

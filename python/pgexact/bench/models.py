@@ -9,12 +9,13 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 import pgexact
+from pgexact._columns import lightgbm_name, uses_lightgbm_names
 from pgexact.ensemble import TreeEnsemble
 
-from .common import Args, Json, UsageError, first_line, log, require_xgboost
+from .common import Args, Json, UsageError, echo, first_line, log, require_xgboost
 from .data import Dataset, load_data
 
-__all__ = ["GRID", "RECIPES", "Setup", "fit_recipe", "fit_xgb", "load_model_file", "model_line",
+__all__ = ["GRID", "RECIPES", "Setup", "align_to_model", "fit_recipe", "fit_xgb", "load_model_file", "model_line",
            "prepare_setup", "xgb_regressor"]
 
 RECIPES = {
@@ -105,6 +106,41 @@ def load_model_file(path: str, d: int) -> Tuple[Any, Json]:
     return model, dict(kind="file", library=lib, path=os.path.abspath(path))
 
 
+def align_to_model(data: Dataset, ens: Any, path: str) -> Dataset:
+    """The data's columns matched to the feature names stored in a model file.
+
+    Columns are reordered into the model's order and those the model does not use are dropped
+    (with a note); a feature of the model missing from the data is a UsageError. A file without
+    names is matched by position, which the note says.
+    """
+    names = ens.feature_names
+    if names is None:
+        if ens.n_features == data.d:
+            data.notes.append(f"{os.path.basename(path)} stores no feature names: the data's columns "
+                              "are taken in order as the model's features")
+        return data
+    lookup = {c: i for i, c in enumerate(data.names)}
+    if uses_lightgbm_names(ens):
+        for i, c in enumerate(data.names):
+            lookup.setdefault(lightgbm_name(c), i)
+    missing = [n for n in names if n not in lookup]
+    if missing:
+        raise UsageError(f"--model-file: the data has no column(s) {', '.join(missing[:8])}"
+                         f"{', ...' if len(missing) > 8 else ''} that {os.path.basename(path)} uses "
+                         f"(the data's columns: {', '.join(data.names[:8])}"
+                         f"{', ...' if len(data.names) > 8 else ''})")
+    pos = [lookup[n] for n in names]
+    extra = [c for i, c in enumerate(data.names) if i not in set(pos)]
+    notes = list(data.notes)
+    if extra:
+        notes.append(f"dropped column(s) {', '.join(extra)}: not features of {os.path.basename(path)}")
+    if pos != list(range(data.d)) and not extra:
+        notes.append(f"columns reordered to {os.path.basename(path)}'s feature order")
+    return Dataset(data.name, np.ascontiguousarray(data.Xtr[:, pos]),
+                   np.ascontiguousarray(data.Xte[:, pos]), data.ytr, data.yte,
+                   [data.names[p] for p in pos], notes, data.source)
+
+
 def prepare_setup(args: Args, data: Optional[Dataset] = None,
                   kind: Optional[str] = None) -> Setup:
     """Data and model for one subcommand: (--dataset | --data) x (--model | --model-file)."""
@@ -123,6 +159,10 @@ def prepare_setup(args: Args, data: Optional[Dataset] = None,
         ens = pgexact.load(model)
     except (TypeError, ValueError) as e:
         raise UsageError(f"model: {first_line(e)}") from None
+    if model_file:
+        data = align_to_model(data, ens, model_file)
+    for note in data.notes:  # every dropped column and row, and why, on screen
+        echo(f"note: {note}")
     if ens.n_features != data.d:
         raise UsageError(f"--model-file: the model has {ens.n_features} features but the data "
                          f"has {data.d} ({', '.join(data.names[:6])}...)")
