@@ -311,7 +311,8 @@ def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: Sigm
     Parameters
     ----------
     ranking : array_like of int, shape (d,) or (n, d)
-        A permutation of the features, most important first.
+        Positions of the columns of X (a permutation), most important first; see
+        docs/columns.md.
     model, X, sigma, noise, output, n_samples, seed, return_se, n_jobs
         As in :func:`pg2`.
 
@@ -347,7 +348,8 @@ def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
     Parameters
     ----------
     ranking : array_like of int, shape (d,) or (n, d), optional
-        A permutation of the features, most important first.
+        Positions of the columns of X (a permutation), most important first; see
+        docs/columns.md.
     attributions : array_like of float, shape (n, d), optional
         Ranked by ``argsort(-|attributions|)`` (stable). With neither, the exact greedy
         ranking :func:`pgexact.rank`.
