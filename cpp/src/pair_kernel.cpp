@@ -363,7 +363,7 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
   const std::int64_t n_trees = a.n_trees();
   Lanes lanes;
   std::vector<double> sum, comp, total;
-  std::vector<std::uint64_t> sets, never, added, any_set;  // see CurveSets
+  std::vector<std::uint64_t> sets, never;  // see CurveSets
   const std::int64_t block = block_rows(a, boxes, 2 * n_steps);
   for (std::int64_t r0 = 0; r0 < n_rows; r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
@@ -373,8 +373,6 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
     const auto steps = static_cast<std::size_t>(n_steps);
     sets.assign(width, 0);
     never.assign(lanes_total, ~std::uint64_t{0});  // padding lanes: never alive
-    added.assign(static_cast<std::size_t>(lanes.vectors) * steps, 0);
-    any_set.assign(added.size(), 0);
     lanes.out_pos.assign(lanes.out.size(), 0);
     std::vector<std::int32_t> position(static_cast<std::size_t>(d));
     for (std::int64_t i = 0; i < rows; ++i) {
@@ -389,8 +387,6 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
         if (k >= n_steps) continue;
         s |= bit(j);
         sets[(v * steps + static_cast<std::size_t>(k)) * kLanes + l] = s & perturbable;
-        added[v * steps + static_cast<std::size_t>(k)] |= bit(j);
-        any_set[v * steps + static_cast<std::size_t>(k)] |= s & perturbable;
       }
       never[static_cast<std::size_t>(i)] = never_here;
       const std::size_t leaves = v * static_cast<std::size_t>(lanes.n_leaves);
@@ -408,8 +404,7 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
       double* st = sum.data() + static_cast<std::size_t>(t) * width;
       double* ct = comp.data() + static_cast<std::size_t>(t) * width;
       for (std::int32_t v = 0; v < lanes.vectors; ++v) {
-        const CurveSets c{sets.data() + v * per_vector, never.data() + v * kLanes, added.data() + v * n_steps,
-                          any_set.data() + v * n_steps};
+        const CurveSets c{sets.data() + v * per_vector, never.data() + v * kLanes};
         sweep.passes.curve(view, lanes.view(v), c, n_steps, mult, st + v * per_vector, ct + v * per_vector);
       }
     });
@@ -442,12 +437,12 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
   Lanes lanes;
   std::vector<double> sum, comp, total, corr, corr_total;
   std::vector<std::uint64_t> chosen, cand;
-  const std::int64_t block = block_rows(a, boxes, 2 + 64);
+  const std::int64_t block = block_rows(a, boxes, 2 + d);
   for (std::int64_t r0 = 0; r0 < n_rows; r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
     fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
     const std::size_t width = static_cast<std::size_t>(lanes.vectors) * kLanes;
-    const std::size_t corr_width = width * 64;
+    const std::size_t corr_width = width * static_cast<std::size_t>(d);  // [vector][feature][lane]
     chosen.assign(width, 0);
     cand.assign(width, 0);
     // Step `step` ranks the candidates of S (step features chosen) and, in the same pass, gives
@@ -467,7 +462,7 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
         double* ct = comp.data() + static_cast<std::size_t>(t) * width;
         for (std::int32_t v = 0; v < lanes.vectors; ++v) {
           if (ranking) {
-            double* rt = corr.data() + static_cast<std::size_t>(t) * corr_width + static_cast<std::size_t>(v) * 64 * kLanes;
+            double* rt = corr.data() + static_cast<std::size_t>(t) * corr_width + static_cast<std::size_t>(v) * static_cast<std::size_t>(d) * kLanes;
             sweep.passes.greedy(view, lanes.view(v), sets.data() + v * kLanes, cand.data() + v * kLanes, mult,
                                 st + v * kLanes, ct + v * kLanes, rt);
           } else {
@@ -494,7 +489,7 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
           if (((numeric >> j) & 1u) == 0 || ((chosen[static_cast<std::size_t>(i)] >> j) & 1u) != 0) continue;
           // A feature NaN in the row stays missing: perturbing it changes nothing.
           const bool moves = ((lanes.perturbable[static_cast<std::size_t>(i)] >> j) & 1u) != 0;
-          const double value = moves ? base + corr_total[(v * 64 + static_cast<std::size_t>(j)) * kLanes + l] : base;
+          const double value = moves ? base + corr_total[(v * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)) * kLanes + l] : base;
           if (value > best_value) {  // strictly greater: ties go to the lower index
             best_value = value;
             best = j;

@@ -107,14 +107,25 @@ struct RunSum {
   }
 };
 
-// Lane masks of every feature up to the highest one in any lane of `sets`.
-__attribute__((always_inline)) inline int membership(const std::uint64_t* sets, vu* member) {
+// One past the highest feature in any lane of `sets`.
+__attribute__((always_inline)) inline int top_feature(const std::uint64_t* sets) {
   const vu S = load_u(sets);
   std::uint64_t any_set = 0;
   for (int l = 0; l < kLanes; ++l) any_set |= S[l];
-  const int top = any_set == 0 ? 0 : 64 - __builtin_clzll(any_set);
+  return any_set == 0 ? 0 : 64 - __builtin_clzll(any_set);
+}
+
+// Lane masks of features 0 .. top - 1: all ones in the lanes whose set holds the feature.
+__attribute__((always_inline)) inline void fill_membership(const std::uint64_t* sets, int top, vu* member) {
+  const vu S = load_u(sets);
   const vu zero_u = {};
   for (int j = 0; j < top; ++j) member[j] = (vu)(((S >> j) & 1u) != zero_u);
+}
+
+// Lane masks of every feature up to the highest one in any lane of `sets`; returns that bound.
+__attribute__((always_inline)) inline int membership(const std::uint64_t* sets, vu* member) {
+  const int top = top_feature(sets);
+  fill_membership(sets, top, member);
   return top;
 }
 
@@ -156,18 +167,11 @@ void eval_set(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_
 void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, std::int64_t n_steps, double mult,
                 double* sum, double* comp) {
   vd D[64];
-  vu member[64 * 64];  // [k][feature], features below `top` (above it no set holds any)
-  int top = 0;
-  for (std::int64_t k = 0; k < n_steps; ++k) {
-    const int top_k = membership(c.sets + k * kLanes, member + k * 64);
-    top = top_k > top ? top_k : top;
-  }
-  for (std::int64_t k = 0; k < n_steps; ++k) {
-    // membership() filled each prefix up to its own highest feature; the rest hold no lane.
-    for (int j = 0; j < top; ++j) {
-      if (((c.any[k] >> j) & 1u) == 0) member[k * 64 + j] = vu{};
-    }
-  }
+  // [k][feature], features below `top`: sets grow along the prefixes, so the last prefix's
+  // highest feature bounds them all (no set holds a feature at or above it).
+  vu member[64 * 64];
+  const int top = top_feature(c.sets + (n_steps - 1) * kLanes);
+  for (std::int64_t k = 0; k < n_steps; ++k) fill_membership(c.sets + k * kLanes, top, member + k * 64);
   vd run[64];
   const vu zero_u = {};
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};

@@ -48,19 +48,17 @@ struct LaneView {
   const double* masses;  // [slot][lane]: mass of each leaf's interval on each feature it cuts
 };
 
-// The prefixes of one vector of rows: sets[k][lane] (features), never[lane] (ranking positions
-// of features that are never perturbed: NaN in the row, categorical, or beyond n_steps), and
-// per prefix over all lanes: `added` the features some lane adds at k, `any` the union of the
-// sets.
+// The prefixes of one vector of rows: sets[k][lane] (features, growing with k) and never[lane]
+// (ranking positions of features that are never perturbed: NaN in the row, categorical, or
+// beyond n_steps).
 struct CurveSets {
   const std::uint64_t* sets;
   const std::uint64_t* never;
-  const std::uint64_t* added;
-  const std::uint64_t* any;
 };
 
 // sum/comp: per-lane compensated sums (kLanes values; n_steps * kLanes for the curve);
-// sets: per-lane sets (n_steps * kLanes for the curve); corr: [64][lane].
+// sets: per-lane sets (n_steps * kLanes for the curve); corr: [feature][lane], per feature of
+// the model.
 struct PairPasses {
   void (*set)(const PairView&, const LaneView&, const std::uint64_t* sets, double mult, double* sum, double* comp);
   void (*curve)(const PairView&, const LaneView&, const CurveSets&, std::int64_t n_steps, double mult, double* sum,
