@@ -9,6 +9,15 @@ namespace {
 
 inline std::uint64_t bit(std::int32_t j) { return std::uint64_t{1} << j; }
 
+// Set bits of x, inline: this file is built for the baseline x86-64, where the builtin is a
+// library call.
+inline int bit_count(std::uint64_t x) {
+  x = x - ((x >> 1) & 0x5555555555555555ULL);
+  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+  return static_cast<int>((x * 0x0101010101010101ULL) >> 56);
+}
+
 // A numeric split the box can be narrowed by (categorical splits never narrow it: their
 // features are never perturbed, and the row weights route observed values exactly).
 inline bool narrows(const Arena& a, std::int32_t n) { return !a.categorical(n) && a.bound_index[n] >= 0; }
@@ -60,32 +69,43 @@ void emit(const LeafBoxes& boxes, std::int32_t u, std::int32_t v, std::uint64_t 
   const std::size_t d = static_cast<std::size_t>(boxes.n_features);
   const std::uint64_t u_own = boxes.constrained[u] & ~cut_u;
   const std::uint64_t features = boxes.constrained[u] | boxes.constrained[v];
-  const auto first = static_cast<std::int32_t>(out.lo.size());
+  const auto count = static_cast<std::size_t>(bit_count(features));
+  // Grown once per pair (and trimmed after) and written through pointers: per-entry
+  // push_backs were a good part of the enumeration's time.
+  const std::size_t f0 = out.feature.size(), s0 = out.slot.size(), c0 = out.cut.size();
+  out.feature.resize(f0 + count);
+  out.slot.resize(s0 + count);
+  out.cut.resize(c0 + 2 * count);
+  std::uint8_t* feature = out.feature.data() + f0;
+  std::uint8_t* slot = out.slot.data() + s0;
+  std::int32_t* cut = out.cut.data() + c0;
   const std::size_t ub = static_cast<std::size_t>(u) * d, vb = static_cast<std::size_t>(v) * d;
   std::uint64_t computed = 0;
+  std::size_t n = 0;
   for (std::uint64_t f = features; f != 0; f &= f - 1) {
     const auto j = static_cast<std::size_t>(__builtin_ctzll(f));
-    std::int32_t slot;
     if ((u_own >> j) & 1u) {
-      slot = boxes.slot_of[ub + j];
+      slot[n] = static_cast<std::uint8_t>(boxes.slot_of[ub + j] - boxes.slot_first[u]);
     } else if (boxes.lo[vb + j] == lo[j] && boxes.hi[vb + j] == hi[j]) {
-      slot = boxes.slot_of[vb + j];  // v cuts j (else the box would be u's interval)
+      // v cuts j (else the box would be u's interval)
+      slot[n] = static_cast<std::uint8_t>(kSlotOfV | (boxes.slot_of[vb + j] - boxes.slot_first[v]));
     } else {
       computed |= std::uint64_t{1} << j;
       continue;
     }
-    out.feature.push_back(static_cast<std::uint8_t>(j));
-    out.lo.push_back(slot);
-    out.hi.push_back(-1);
+    feature[n++] = static_cast<std::uint8_t>(j);
   }
-  const auto n_slots = static_cast<std::int32_t>(out.lo.size()) - first;
+  const std::size_t n_slots = n;
+  std::size_t c = 0;
   for (std::uint64_t f = computed; f != 0; f &= f - 1) {
     const int j = __builtin_ctzll(f);
-    out.feature.push_back(static_cast<std::uint8_t>(j));
-    out.lo.push_back(lo[j]);
-    out.hi.push_back(hi[j]);
+    feature[n++] = static_cast<std::uint8_t>(j);
+    cut[c++] = lo[j];
+    cut[c++] = hi[j];
   }
-  out.pairs.push_back(LeafPair{u, v, first, static_cast<std::int32_t>(out.lo.size()) - first, n_slots, features});
+  out.slot.resize(s0 + n_slots);
+  out.cut.resize(c0 + c);
+  out.pairs.push_back(LeafPair{u, v, static_cast<std::uint8_t>(count), static_cast<std::uint8_t>(n_slots)});
 }
 
 // Depth-first walk of tree s inside the box of one leaf u of another tree.
@@ -144,10 +164,12 @@ LeafBoxes::LeafBoxes(const Arena& a) : n_features(a.n_features) {
   tree_first.push_back(static_cast<std::int32_t>(leaf_node.size()));
   slot_of.assign(leaf_node.size() * static_cast<std::size_t>(n_features), -1);
   for (std::size_t leaf = 0; leaf < leaf_node.size(); ++leaf) {
+    slot_first.push_back(n_slots);
     for (std::uint64_t f = constrained[leaf]; f != 0; f &= f - 1) {
       slot_of[leaf * static_cast<std::size_t>(n_features) + static_cast<std::size_t>(__builtin_ctzll(f))] = n_slots++;
     }
   }
+  slot_first.push_back(n_slots);
   nodes.resize(static_cast<std::size_t>(a.n_nodes()));
   for (std::int32_t n = 0; n < a.n_nodes(); ++n) {
     Node& node = nodes[n];

@@ -52,7 +52,7 @@ struct Lanes {
   std::vector<std::uint64_t> out;         // [vector][leaf][lane]: features x leaves the path on
   std::vector<double> weight;             // [vector][leaf][lane]: y_u - f_t(x)
   std::vector<std::uint64_t> perturbable;  // [vector][lane]: not NaN in the row, not categorical
-  std::vector<std::uint64_t> out_pos;     // [vector][leaf][lane]: `out` by ranking position (curves)
+  std::vector<std::int8_t> code;          // [vector][leaf][lane]: see LaneView
   std::vector<double> masses;             // [vector][slot][lane]: leaf interval masses
   std::int64_t n_slots = 0;
 
@@ -61,8 +61,7 @@ struct Lanes {
   }
   LaneView view(std::int32_t v) const {
     const std::size_t leaves = static_cast<std::size_t>(v) * static_cast<std::size_t>(n_leaves) * kLanes;
-    return LaneView{at_bound(v, 0), out.data() + leaves, weight.data() + leaves,
-                    out_pos.empty() ? nullptr : out_pos.data() + leaves,
+    return LaneView{at_bound(v, 0), weight.data() + leaves, code.data() + leaves,
                     masses.data() + static_cast<std::size_t>(v) * static_cast<std::size_t>(n_slots) * kLanes};
   }
 };
@@ -76,7 +75,7 @@ void resize_lanes(const Arena& a, const LeafBoxes& boxes, std::int32_t vectors, 
   lanes.out.assign(v * static_cast<std::size_t>(lanes.n_leaves) * kLanes, 0);
   lanes.weight.assign(v * static_cast<std::size_t>(lanes.n_leaves) * kLanes, 0.0);
   lanes.perturbable.assign(v * kLanes, 0);
-  lanes.out_pos.clear();
+  lanes.code.assign(lanes.out.size(), kNeverAlive);  // padding lanes: never alive
   lanes.n_slots = boxes.n_slots;
   lanes.masses.assign(v * static_cast<std::size_t>(boxes.n_slots) * kLanes, 0.0);
 }
@@ -181,6 +180,36 @@ void fill_block(const Arena& a, const Noise& noise, const LeafBoxes& boxes, cons
   (void)threads;
 }
 
+// The leaves' codes (LaneView) for one set per row: 0 where the leaf admits x' with the row's
+// set perturbed. Padding lanes keep kNeverAlive.
+void code_set(const std::uint64_t* sets, std::int64_t rows, Lanes& lanes) {
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
+    const std::uint64_t S = sets[i];
+    for (std::size_t at = v * static_cast<std::size_t>(lanes.n_leaves) * kLanes + l,
+                     end = at + static_cast<std::size_t>(lanes.n_leaves) * kLanes;
+         at < end; at += kLanes) {
+      lanes.code[at] = (lanes.out[at] & ~S) == 0 ? std::int8_t{0} : kNeverAlive;
+    }
+  }
+}
+
+// The leaves' codes (LaneView) for a greedy step: set S and candidates per row.
+void code_greedy(const std::uint64_t* sets, const std::uint64_t* candidates, std::int64_t rows, Lanes& lanes) {
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
+    const std::uint64_t S = sets[i], cand = candidates[i];
+    for (std::size_t at = v * static_cast<std::size_t>(lanes.n_leaves) * kLanes + l,
+                     end = at + static_cast<std::size_t>(lanes.n_leaves) * kLanes;
+         at < end; at += kLanes) {
+      const std::uint64_t rest = lanes.out[at] & ~S;
+      lanes.code[at] = rest == 0                                      ? kNoneMissing
+                       : (rest & (rest - 1)) == 0 && (rest & cand) != 0 ? static_cast<std::int8_t>(__builtin_ctzll(rest))
+                                                                        : kNeverAlive;
+    }
+  }
+}
+
 // Runs body(scratch, t) for every first tree t, in parallel, then nothing else: callers keep
 // per-t partial sums and add them in order of t.
 template <typename Body>
@@ -216,9 +245,10 @@ class PairCache {
  public:
   explicit PairCache(std::int64_t n_trees) : kept_(static_cast<std::size_t>(n_trees)) {}
 
-  // The pairs of (t, s), s >= t, for chunk c of t's leaves.
+  // The pairs of (t, s), s >= t, for chunk c of t's leaves; `keep`: whether a fresh list
+  // should be kept (another sweep follows; else keeping would only copy it).
   const PairList& get(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std::int64_t s, std::int32_t c,
-                      ThreadScratch& scratch) {
+                      bool keep, ThreadScratch& scratch) {
     auto& mine = kept_[static_cast<std::size_t>(t)];
     const std::int64_t key = s * 1048576 + c;
     const auto hit = mine.find(key);
@@ -228,7 +258,8 @@ class PairCache {
     scratch.pairs.clear();
     enumerate_pairs(a, boxes, t, s, begin, end, scratch.box, scratch.pairs);
     const PairList& fresh = scratch.pairs;
-    const auto bytes = static_cast<std::int64_t>(fresh.pairs.size() * sizeof(LeafPair) + fresh.lo.size() * 9 + 128);
+    if (!keep) return fresh;
+    const auto bytes = static_cast<std::int64_t>(fresh.bytes() + 128);
     if (used_.fetch_add(bytes) + bytes <= kBudget) return mine.emplace(key, fresh).first->second;
     used_.fetch_sub(bytes);
     return fresh;
@@ -241,9 +272,9 @@ class PairCache {
 };
 
 // What every driver sets up once per call: the leaf boxes, the pair cache, the passes for this
-// CPU and the thread count. run(body) calls body(t, pairs, mult) for every pair list (s >= t,
-// chunk by chunk), in parallel over the first tree t; mult is 2 for t != s (the pairs of (s, t)
-// are the same terms).
+// CPU and the thread count. run(body, again) calls body(t, pairs, mult) for every pair list
+// (s >= t, chunk by chunk), in parallel over the first tree t; mult is 2 for t != s (the pairs
+// of (s, t) are the same terms). `again`: whether another run follows that can reuse the lists.
 class PairSweep {
  public:
   PairSweep(const Arena& a, int n_threads, std::int64_t n_rows)
@@ -254,11 +285,11 @@ class PairSweep {
         cache_(a.n_trees()) {}
 
   template <typename Body>
-  void run(Body&& body) {
+  void run(Body&& body, bool again) {
     for_each_first_tree(arena, threads, [&](ThreadScratch& scratch, std::int64_t t) {
       for (std::int64_t s = t; s < arena.n_trees(); ++s) {
         for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
-          body(t, cache_.get(arena, boxes, t, s, chunk, scratch).view(), s == t ? 1.0 : 2.0);
+          body(t, cache_.get(arena, boxes, t, s, chunk, again, scratch).view(boxes), s == t ? 1.0 : 2.0);
         }
       }
     });
@@ -337,6 +368,7 @@ void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t
       for (std::int64_t j = 0; j < d; ++j) s |= mask[j] ? bit(static_cast<std::int32_t>(j)) : 0;
       sets[i] = s & lanes.perturbable[i];
     }
+    code_set(sets.data(), rows, lanes);
     sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
     comp.assign(sum.size(), 0.0);
     sweep.run([&](std::int64_t t, const PairView& view, double mult) {
@@ -345,7 +377,7 @@ void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t
       for (std::int32_t v = 0; v < lanes.vectors; ++v) {
         sweep.passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
       }
-    });
+    }, r0 + block < n_rows);
     reduce_trees(sum, comp, n_trees, width, total);
     std::copy(total.begin(), total.begin() + rows, out + r0);
   }
@@ -363,7 +395,7 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
   const std::int64_t n_trees = a.n_trees();
   Lanes lanes;
   std::vector<double> sum, comp, total;
-  std::vector<std::uint64_t> sets, never;  // see CurveSets
+  std::vector<std::uint64_t> sets;  // see CurveSets
   const std::int64_t block = block_rows(a, boxes, 2 * n_steps);
   for (std::int64_t r0 = 0; r0 < n_rows; r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
@@ -372,29 +404,31 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
     const std::size_t width = lanes_total * static_cast<std::size_t>(n_steps);
     const auto steps = static_cast<std::size_t>(n_steps);
     sets.assign(width, 0);
-    never.assign(lanes_total, ~std::uint64_t{0});  // padding lanes: never alive
-    lanes.out_pos.assign(lanes.out.size(), 0);
     std::vector<std::int32_t> position(static_cast<std::size_t>(d));
     for (std::int64_t i = 0; i < rows; ++i) {
       const std::int64_t* rk = ranking + (ranking_per_row ? (r0 + i) * d : 0);
       const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
       const std::uint64_t perturbable = lanes.perturbable[static_cast<std::size_t>(i)];
-      std::uint64_t s = 0, never_here = 0;
+      // Ranking positions of features never perturbed in this row: NaN, categorical, or
+      // beyond the last prefix.
+      std::uint64_t s = 0, never = 0;
       for (std::int64_t k = 0; k < d; ++k) {
         const auto j = static_cast<std::int32_t>(rk[k]);
         position[j] = static_cast<std::int32_t>(k);
-        if (k >= n_steps || ((perturbable >> j) & 1u) == 0) never_here |= bit(static_cast<std::int32_t>(k));
+        if (k >= n_steps || ((perturbable >> j) & 1u) == 0) never |= bit(static_cast<std::int32_t>(k));
         if (k >= n_steps) continue;
         s |= bit(j);
         sets[(v * steps + static_cast<std::size_t>(k)) * kLanes + l] = s & perturbable;
       }
-      never[static_cast<std::size_t>(i)] = never_here;
+      // A leaf stops excluding x' at the position of the last feature x leaves its path on.
       const std::size_t leaves = v * static_cast<std::size_t>(lanes.n_leaves);
       for (std::int64_t leaf = 0; leaf < lanes.n_leaves; ++leaf) {
         const std::size_t at = (leaves + static_cast<std::size_t>(leaf)) * kLanes + l;
         std::uint64_t pos = 0;
         for (std::uint64_t f = lanes.out[at]; f != 0; f &= f - 1) pos |= bit(position[__builtin_ctzll(f)]);
-        lanes.out_pos[at] = pos;
+        lanes.code[at] = (pos & never) != 0 ? kNeverAlive
+                               : pos == 0          ? std::int8_t{0}
+                                                   : static_cast<std::int8_t>(63 - __builtin_clzll(pos));
       }
     }
     sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
@@ -404,10 +438,10 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
       double* st = sum.data() + static_cast<std::size_t>(t) * width;
       double* ct = comp.data() + static_cast<std::size_t>(t) * width;
       for (std::int32_t v = 0; v < lanes.vectors; ++v) {
-        const CurveSets c{sets.data() + v * per_vector, never.data() + v * kLanes};
+        const CurveSets c{sets.data() + v * per_vector};
         sweep.passes.curve(view, lanes.view(v), c, n_steps, mult, st + v * per_vector, ct + v * per_vector);
       }
-    });
+    }, r0 + block < n_rows);
     reduce_trees(sum, comp, n_trees, width, total);
     for (std::int64_t i = 0; i < rows; ++i) {
       const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
@@ -454,6 +488,11 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
         sets[i] = chosen[i] & lanes.perturbable[i];
         cand[i] = ranking ? (numeric & ~chosen[i] & lanes.perturbable[i]) : 0;
       }
+      if (ranking) {
+        code_greedy(sets.data(), cand.data(), rows, lanes);
+      } else {
+        code_set(sets.data(), rows, lanes);
+      }
       sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
       comp.assign(sum.size(), 0.0);
       corr.assign(ranking ? static_cast<std::size_t>(n_trees) * corr_width : 0, 0.0);
@@ -469,7 +508,7 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
             sweep.passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
           }
         }
-      });
+      }, ranking || r0 + block < n_rows);
       reduce_trees(sum, comp, n_trees, width, total);
       if (step > 0) {
         for (std::int64_t i = 0; i < rows; ++i) curve_out[(r0 + i) * d + step - 1] = total[static_cast<std::size_t>(i)];

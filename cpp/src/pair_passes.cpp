@@ -25,6 +25,7 @@ namespace {
 typedef double vd __attribute__((vector_size(kLanes * sizeof(double))));
 typedef std::uint64_t vu __attribute__((vector_size(kLanes * sizeof(double))));
 typedef std::int64_t vi __attribute__((vector_size(kLanes * sizeof(double))));
+typedef std::int8_t vb __attribute__((vector_size(kLanes)));
 
 __attribute__((always_inline)) inline vd load_d(const double* p) {
   vd v;
@@ -35,6 +36,18 @@ __attribute__((always_inline)) inline vu load_u(const std::uint64_t* p) {
   vu v;
   std::memcpy(&v, p, sizeof v);
   return v;
+}
+__attribute__((always_inline)) inline vb load_b(const std::int8_t* p) {
+  vb v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+// The smallest lane of a byte vector.
+__attribute__((always_inline)) inline std::int8_t min_lane(vb a) {
+  a = a < __builtin_shuffle(a, (vb){4, 5, 6, 7, 0, 1, 2, 3}) ? a : __builtin_shuffle(a, (vb){4, 5, 6, 7, 0, 1, 2, 3});
+  a = a < __builtin_shuffle(a, (vb){2, 3, 0, 1, 6, 7, 4, 5}) ? a : __builtin_shuffle(a, (vb){2, 3, 0, 1, 6, 7, 4, 5});
+  a = a < __builtin_shuffle(a, (vb){1, 0, 3, 2, 5, 4, 7, 6}) ? a : __builtin_shuffle(a, (vb){1, 0, 3, 2, 5, 4, 7, 6});
+  return a[0];
 }
 __attribute__((always_inline)) inline void store_d(double* p, vd v) { std::memcpy(p, &v, sizeof v); }
 __attribute__((always_inline)) inline vd vabs(vd x) {
@@ -70,6 +83,13 @@ __attribute__((always_inline)) inline vi holds(vu S, std::int32_t j) {
   return ((S >> j) & 1u) != zero;
 }
 
+// The code of a pair for prefixes (LaneView): the larger of its leaves' codes.
+__attribute__((always_inline)) inline vb pair_code(const LaneView& lanes, const LeafPair& p) {
+  const vb a = load_b(lanes.code + static_cast<std::size_t>(p.u) * kLanes);
+  const vb b = load_b(lanes.code + static_cast<std::size_t>(p.v) * kLanes);
+  return a > b ? a : b;
+}
+
 // ---- one pass over a tree pair's pairs, for one lane vector --------------------------------
 // P(box) of a lane's set is the product of the masses of its perturbed features in the pair's
 // fixed entry order (multiplying by 1.0 elsewhere is exact): the canonical product, the same
@@ -80,13 +100,32 @@ __attribute__((always_inline)) inline vi holds(vu S, std::int32_t j) {
 // the second tree intersecting u's box), then the run is added, compensated, into the sums:
 // pairs come ordered by u.
 
-// Mass of entry e of pair p: a leaf's precomputed slot, or the intersection from the tables.
-__attribute__((always_inline)) inline vd entry_mass(const PairView& pl, const LaneView& lanes, const LeafPair& p,
-                                                    std::int32_t e) {
-  const std::int32_t lo = pl.lo[p.first + e];
-  if (e < p.n_slots) return load_d(lanes.masses + static_cast<std::size_t>(lo) * kLanes);
-  return mass(lanes, lo, pl.hi[p.first + e]);
-}
+// The entries of the pairs of a list, pair after pair: each pair's entries follow the previous
+// pair's, so walking the list in order finds them by counting.
+struct Entries {
+  const std::uint8_t* feature;
+  const std::uint8_t* slot;
+  const std::int32_t* cut;
+  const std::int32_t* slot_first;
+
+  explicit Entries(const PairView& pl) : feature(pl.feature), slot(pl.slot), cut(pl.cut), slot_first(pl.slot_first) {}
+  // Moves past pair p's entries (call once per pair, skipped or not, after reading them).
+  __attribute__((always_inline)) void next(const LeafPair& p) {
+    feature += p.count;
+    slot += p.n_slots;
+    cut += 2 * (p.count - p.n_slots);
+  }
+  // Mass of entry e of pair p: a leaf's precomputed slot, or the intersection from the tables.
+  __attribute__((always_inline)) vd mass_of(const LaneView& lanes, const LeafPair& p, std::int32_t e) const {
+    if (e < p.n_slots) {
+      const std::uint8_t b = slot[e];
+      const std::int32_t at = slot_first[(b & kSlotOfV) != 0 ? p.v : p.u] + (b & ~kSlotOfV);
+      return load_d(lanes.masses + static_cast<std::size_t>(at) * kLanes);
+    }
+    const std::int32_t* c = cut + 2 * (e - p.n_slots);
+    return mass(lanes, c[0], c[1]);
+  }
+};
 
 // The plain running sum over the pairs of one leaf u, added compensated into sum/comp when the
 // pairs move on to the next u.
@@ -139,22 +178,21 @@ void eval_set(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_
               double* sum, double* comp) {
   vu member[64];
   const int top = membership(S_, member);
-  const vu S = load_u(S_);
-  const vu zero_u = {};
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   const vd zero = {};
   RunSum runs{zero, pl.n_pairs > 0 ? pl.pairs[0].u : 0, sum, comp};
-  for (std::size_t q = 0; q < pl.n_pairs; ++q) {
+  Entries at(pl);
+  for (std::size_t q = 0; q < pl.n_pairs; at.next(pl.pairs[q]), ++q) {
     const LeafPair& p = pl.pairs[q];
     runs.at(p.u);
-    const vi alive = ((load_u(lanes.out + static_cast<std::size_t>(p.u) * kLanes) |
-                       load_u(lanes.out + static_cast<std::size_t>(p.v) * kLanes)) & ~S) == zero_u;
-    if (!any(alive)) continue;
+    const vb code = pair_code(lanes, p);
+    if (min_lane(code) > 0) continue;
+    const vi alive = __builtin_convertvector(code, vi) == 0;
     vd P = one;
     for (std::int32_t e = 0; e < p.count; ++e) {
-      const std::int32_t j = pl.feature[p.first + e];
+      const std::int32_t j = at.feature[e];
       if (j >= top || !any((vi)member[j])) continue;  // a factor of 1.0 in every lane
-      P = times_if(P, member[j], entry_mass(pl, lanes, p, e));
+      P = times_if(P, member[j], at.mass_of(lanes, p, e));
     }
     const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
                  load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
@@ -163,22 +201,32 @@ void eval_set(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_
   runs.flush();
 }
 
+// Prefix chains evaluated side by side: enough to hide the multiply latency, few enough that
+// the chains past the last live prefix cost little (about four prefixes are live per pair on
+// the benchmark models; 2 and 8 chains measured slower).
+constexpr int kChains = 4;
+
 // PG2 of every prefix of each lane's ranking (see CurveSets).
 void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, std::int64_t n_steps, double mult,
                 double* sum, double* comp) {
-  vd D[64];
-  // [k][feature], features below `top`: sets grow along the prefixes, so the last prefix's
-  // highest feature bounds them all (no set holds a feature at or above it).
-  vu member[64 * 64];
+  // Per feature below `top` (sets grow along the prefixes, so the last prefix's highest feature
+  // bounds them all), the first prefix whose set holds it, per lane: the feature is a factor of
+  // prefix k's product exactly where enters <= k.
   const int top = top_feature(c.sets + (n_steps - 1) * kLanes);
-  for (std::int64_t k = 0; k < n_steps; ++k) fill_membership(c.sets + k * kLanes, top, member + k * 64);
+  vi enters[64];
+  for (int j = 0; j < top; ++j) {
+    vi first = {kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive};
+    for (std::int64_t k = n_steps - 1; k >= 0; --k) first = holds(load_u(c.sets + k * kLanes), j) ? k : first;
+    enters[j] = first;
+  }
+  vd D[64];
   vd run[64];
-  const vu zero_u = {};
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   const vd zero = {};
   for (std::int64_t k = 0; k < n_steps; ++k) run[k] = zero;
   std::int32_t run_u = pl.n_pairs > 0 ? pl.pairs[0].u : 0;
-  for (std::size_t q = 0; q < pl.n_pairs; ++q) {
+  Entries at(pl);
+  for (std::size_t q = 0; q < pl.n_pairs; at.next(pl.pairs[q]), ++q) {
     const LeafPair& p = pl.pairs[q];
     if (p.u != run_u) {
       for (std::int64_t k = 0; k < n_steps; ++k) {
@@ -187,37 +235,42 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
       }
       run_u = p.u;
     }
-    // First prefix at which some lane is alive: a lane is alive from the ranking position of
-    // the last feature x leaves the box on, if every such feature is perturbed by then.
-    std::int64_t k0 = n_steps;
-    for (int l = 0; l < kLanes; ++l) {
-      const std::uint64_t pos = lanes.out_pos[static_cast<std::size_t>(p.u) * kLanes + l] |
-                                lanes.out_pos[static_cast<std::size_t>(p.v) * kLanes + l];
-      if ((pos & c.never[l]) != 0) continue;
-      const std::int64_t k = pos == 0 ? 0 : 63 - __builtin_clzll(pos);
-      k0 = k < k0 ? k : k0;
-    }
+    // A lane is alive from the later of the two leaves' first live prefixes; the pair is
+    // skipped when no lane is alive at any prefix.
+    const vb from_b = pair_code(lanes, p);
+    const std::int64_t k0 = min_lane(from_b);
     if (k0 >= n_steps) continue;
-    const vu out = load_u(lanes.out + static_cast<std::size_t>(p.u) * kLanes) |
-                   load_u(lanes.out + static_cast<std::size_t>(p.v) * kLanes);
-    const std::uint8_t* feature = pl.feature + p.first;
-    for (std::int32_t e = 0; e < p.n_slots; ++e) D[e] = load_d(lanes.masses + static_cast<std::size_t>(pl.lo[p.first + e]) * kLanes);
-    for (std::int32_t e = p.n_slots; e < p.count; ++e) D[e] = mass(lanes, pl.lo[p.first + e], pl.hi[p.first + e]);
+    const vi from = __builtin_convertvector(from_b, vi);
+    const std::uint8_t* feature = at.feature;
+    std::int32_t n = 0;  // entries that are a factor at some prefix, compacted into D / fe
+    vi fe[64];
+    for (std::int32_t e = 0; e < p.count; ++e) {
+      const std::int32_t j = feature[e];
+      if (j >= top) continue;  // in no lane's set at any prefix: a factor of 1.0
+      D[n] = at.mass_of(lanes, p, e);
+      fe[n++] = enters[j];
+    }
     const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
                  load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
-    // The products of all live prefixes side by side, entry by entry: each prefix multiplies
-    // in the pair's fixed order, and the prefixes are independent chains the CPU overlaps
-    // (one prefix after another would wait on each multiply's latency).
-    vd P[64];
-    for (std::int64_t k = k0; k < n_steps; ++k) P[k] = one;
-    for (std::int32_t e = 0; e < p.count; ++e) {
-      if (feature[e] >= top) continue;  // in no lane's set at any prefix: a factor of 1.0
-      const vu* mj = member + feature[e];
-      for (std::int64_t k = k0; k < n_steps; ++k) P[k] = times_if(P[k], mj[k * 64], D[e]);
-    }
-    for (std::int64_t k = k0; k < n_steps; ++k) {
-      const vi alive = (out & ~load_u(c.sets + k * kLanes)) == zero_u;
-      run[k] += alive ? (w * P[k]) * mult : zero;
+    // The products of the live prefixes, kChains at a time in registers: each prefix
+    // multiplies in the pair's fixed order, and the chains are independent, so the CPU
+    // overlaps them (one prefix after another would wait on each multiply's latency). Chains
+    // past the last prefix are computed and dropped: cheaper than branching on them.
+    for (std::int64_t k = k0; k < n_steps; k += kChains) {
+      vd P[kChains];
+#pragma GCC unroll 8
+      for (int i = 0; i < kChains; ++i) P[i] = one;
+      for (std::int32_t e = 0; e < n; ++e) {
+        const vi f = fe[e];
+        const vd De = D[e];
+#pragma GCC unroll 8
+        for (int i = 0; i < kChains; ++i) P[i] = (f <= k + i) ? P[i] * De : P[i];
+      }
+      const std::int64_t live = n_steps - k < kChains ? n_steps - k : kChains;
+      for (std::int64_t i = 0; i < live; ++i) {
+        const vi alive = from <= (k + i);
+        run[k + i] += alive ? (w * P[i]) * mult : zero;
+      }
     }
   }
   for (std::int64_t k = 0; k < n_steps; ++k) add_compensated(sum + k * kLanes, comp + k * kLanes, run[k]);
@@ -229,38 +282,37 @@ void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t*
                  const std::uint64_t* cand_, double mult, double* sum, double* comp, double* corr) {
   vu member[64];
   const int top = membership(S_, member);
-  const vu S = load_u(S_);
-  const vu cand = load_u(cand_);
   vd D[64];
-  const vu zero_u = {};
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   const vd zero = {};
   RunSum runs{zero, pl.n_pairs > 0 ? pl.pairs[0].u : 0, sum, comp};
-  for (std::size_t q = 0; q < pl.n_pairs; ++q) {
+  Entries at(pl);
+  for (std::size_t q = 0; q < pl.n_pairs; at.next(pl.pairs[q]), ++q) {
     const LeafPair& p = pl.pairs[q];
     runs.at(p.u);
-    const vu rest = (load_u(lanes.out + static_cast<std::size_t>(p.u) * kLanes) |
-                     load_u(lanes.out + static_cast<std::size_t>(p.v) * kLanes)) & ~S;
-    // Useful in a lane when the rest is {} or a single candidate.
-    const vi useful = ((rest & (rest - 1u)) == zero_u) & ((rest & ~cand) == zero_u);
-    if (!any(useful)) continue;
+    // The one feature the pair misses in each lane (kNoneMissing: none; kNeverAlive: dead).
+    const vb a = load_b(lanes.code + static_cast<std::size_t>(p.u) * kLanes);
+    const vb b = load_b(lanes.code + static_cast<std::size_t>(p.v) * kLanes);
+    const vb missing_b = a == kNoneMissing ? b : (b == kNoneMissing || a == b) ? a : kNeverAlive;
+    if (!any(__builtin_convertvector(missing_b != kNeverAlive, vi))) continue;
+    const vi missing = __builtin_convertvector(missing_b, vi);
     vd P = one;
     for (std::int32_t e = 0; e < p.count; ++e) {
-      const std::int32_t j = pl.feature[p.first + e];
-      D[e] = entry_mass(pl, lanes, p, e);
+      const std::int32_t j = at.feature[e];
+      D[e] = at.mass_of(lanes, p, e);
       if (j < top) P = times_if(P, member[j], D[e]);
     }
     const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
                  load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
     const vd wp = (w * P) * mult;
-    const vd base = (rest == zero_u) ? wp : zero;
+    const vd base = (missing == kNoneMissing) ? wp : zero;
     runs.run += base;
     for (std::int32_t e = 0; e < p.count; ++e) {
-      const std::int32_t i = pl.feature[p.first + e];
+      const std::int32_t i = at.feature[e];
       double* c = corr + static_cast<std::size_t>(i) * kLanes;
       // Every feature's correction is kept (the driver reads only the candidates' ones; a
       // feature that cannot be perturbed in a row is read as no correction).
-      const vi counts = (rest & ~(std::uint64_t{1} << i)) == zero_u;
+      const vi counts = (missing == kNoneMissing) | (missing == i);
       store_d(c, load_d(c) + (counts ? wp * D[e] - base : zero));
     }
   }

@@ -35,9 +35,11 @@ struct LeafBoxes {
   std::vector<std::int32_t> lo, hi;      // [leaf * n_features + j]
   std::vector<std::uint64_t> constrained;  // per leaf: features its path narrows
   std::vector<std::uint64_t> nan_ok, zero_ok;  // per leaf: features on which the value reaches it
-  // Per leaf and feature it cuts, a slot for the mass of its interval (rows compute them once);
-  // slot_of[leaf * n_features + j] is -1 where the leaf does not cut j.
+  // Per leaf and feature it cuts, a slot for the mass of its interval (rows compute them once):
+  // a leaf's slots are consecutive from slot_first[leaf], in feature order; slot_of[leaf *
+  // n_features + j] is -1 where the leaf does not cut j.
   std::vector<std::int32_t> slot_of;
+  std::vector<std::int32_t> slot_first;  // n_leaves + 1 entries
   std::int32_t n_slots = 0;
   // Per node, what the pair walk reads, packed: the pair walk visits a node per leaf of the
   // other tree, so it should not call back into the arena.
@@ -56,14 +58,20 @@ struct LeafBoxes {
 
 struct PairList {
   std::vector<LeafPair> pairs;
-  std::vector<std::uint8_t> feature;
-  std::vector<std::int32_t> lo, hi;
-  PairView view() const { return PairView{pairs.data(), pairs.size(), feature.data(), lo.data(), hi.data()}; }
+  std::vector<std::uint8_t> feature;  // per entry
+  std::vector<std::uint8_t> slot;     // per slot entry (PairView)
+  std::vector<std::int32_t> cut;      // per intersection entry: lo, hi
+  PairView view(const LeafBoxes& boxes) const {
+    return PairView{pairs.data(), pairs.size(), feature.data(), slot.data(), cut.data(), boxes.slot_first.data()};
+  }
+  std::size_t bytes() const {
+    return pairs.size() * sizeof(LeafPair) + feature.size() + slot.size() + 4 * cut.size();
+  }
   void clear() {
     pairs.clear();
     feature.clear();
-    lo.clear();
-    hi.clear();
+    slot.clear();
+    cut.clear();
   }
 };
 

@@ -16,44 +16,61 @@ namespace pgexact {
 // Rows per SIMD vector (8 doubles: one AVX-512 register, two AVX2 ones).
 inline constexpr int kLanes = 8;
 
-// One intersecting leaf pair (leaf_pairs.hpp): global leaf indices, and the features on which
-// the intersection box is narrower than the real line, `count` entries from `first` in the
-// feature/lo/hi lists. The first `n_slots` entries are intervals of one of the two leaves
-// (the other does not cut them): their mass is precomputed per leaf, and `lo` holds its slot;
-// the rest are proper intersections [lo, hi) computed from the boundary tables. Each group is
-// in increasing feature order, slots first: the fixed order of the pair's product.
+// One intersecting leaf pair (leaf_pairs.hpp): global leaf indices, and the number of features
+// on which the intersection box is narrower than the real line (`count` entries of the
+// pair's list). The first `n_slots` entries are intervals of one of the two leaves (the other
+// does not cut them): their mass is precomputed per leaf, and the entry names the slot; the
+// rest are proper intersections [lo, hi) computed from the boundary tables. Each group is in
+// increasing feature order, slots first: the fixed order of the pair's product. The entries
+// of consecutive pairs follow each other, so a pass finds them by counting, and a list stays
+// small enough (under 30 bytes a pair on depth-6 trees) to be kept across passes.
 struct LeafPair {
   std::int32_t u, v;
-  std::int32_t first, count;
-  std::int32_t n_slots;
-  std::uint64_t features;
+  std::uint8_t count, n_slots;
 };
 
+// A slot entry's byte: the slot's rank among its leaf's slots, plus kSlotOfV when the leaf is
+// v (else u).
+inline constexpr std::uint8_t kSlotOfV = 0x80;
+
+// A list of pairs and their entries: per entry its feature; per slot entry its byte; per
+// intersection entry lo and hi, side by side. slot_first: per leaf, its first slot.
 struct PairView {
   const LeafPair* pairs;
   std::size_t n_pairs;
   const std::uint8_t* feature;
-  const std::int32_t* lo;
-  const std::int32_t* hi;
+  const std::uint8_t* slot;
+  const std::int32_t* cut;
+  const std::int32_t* slot_first;
 };
 
-// One vector of rows: boundary tables [boundary][T | I][lane], per-leaf out masks and weights
-// [leaf][lane], leaf interval masses [slot][lane]; for curves, the out masks again with bit k for the feature at ranking
-// position k of the lane's row.
+// A ranking position no prefix reaches (positions are below 64), and the code of a leaf that
+// excludes the row's x' whatever the greedy step adds.
+inline constexpr std::int8_t kNeverAlive = 127;
+// The code of a leaf that admits the row's x' in a greedy step's set S.
+inline constexpr std::int8_t kNoneMissing = -1;
+
+// One vector of rows: boundary tables [boundary][T | I][lane], leaf weights [leaf][lane], leaf
+// interval masses [slot][lane], and per leaf and lane one byte, `code`, that says when the
+// leaf admits the row's x' (x' keeps x on unperturbed features, so it does once every feature
+// on which x leaves the leaf's path is perturbed):
+// - curves: the first prefix from which it does, or kNeverAlive;
+// - one set: 0 if it does, else kNeverAlive (a curve of one prefix);
+// - a greedy step with set S: kNoneMissing if it does with S, j if it does with S + {j} only
+//   (j a candidate), else kNeverAlive.
+// A pair is alive where both its leaves are: the larger code for prefixes, for greedy steps
+// the one missing feature of either leaf (or none), dead if they miss different ones.
 struct LaneView {
   const double* table;
-  const std::uint64_t* out;
   const double* weight;
-  const std::uint64_t* out_pos;
+  const std::int8_t* code;
   const double* masses;  // [slot][lane]: mass of each leaf's interval on each feature it cuts
 };
 
-// The prefixes of one vector of rows: sets[k][lane] (features, growing with k) and never[lane]
-// (ranking positions of features that are never perturbed: NaN in the row, categorical, or
-// beyond n_steps).
+// The prefixes of one vector of rows: sets[k][lane], the perturbed features of prefix k
+// (growing with k).
 struct CurveSets {
   const std::uint64_t* sets;
-  const std::uint64_t* never;
 };
 
 // sum/comp: per-lane compensated sums (kLanes values; n_steps * kLanes for the curve);
