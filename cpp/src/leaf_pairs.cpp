@@ -64,48 +64,55 @@ struct BoxWalker {
 // Appends the pair (u, v) with the current box: first the features on which the box is one
 // leaf's own interval (a slot), then the proper intersections, each group in feature order.
 // `cut_u` are the features on which v's path narrowed u's interval (elsewhere the box is u's).
+// Which leaf's interval the box is follows from the masks alone but for features both paths
+// cut, where v's interval is compared; so the classification costs few branches (emitting was
+// most of the enumeration's time when every feature was classified by comparisons).
 void emit(const LeafBoxes& boxes, std::int32_t u, std::int32_t v, std::uint64_t cut_u, const std::int32_t* lo,
           const std::int32_t* hi, PairList& out) {
   const std::size_t d = static_cast<std::size_t>(boxes.n_features);
-  const std::uint64_t u_own = boxes.constrained[u] & ~cut_u;
-  const std::uint64_t features = boxes.constrained[u] | boxes.constrained[v];
-  const auto count = static_cast<std::size_t>(bit_count(features));
-  // Grown once per pair (and trimmed after) and written through pointers: per-entry
-  // push_backs were a good part of the enumeration's time.
-  const std::size_t f0 = out.feature.size(), s0 = out.slot.size(), c0 = out.cut.size();
-  out.feature.resize(f0 + count);
-  out.slot.resize(s0 + count);
-  out.cut.resize(c0 + 2 * count);
-  std::uint8_t* feature = out.feature.data() + f0;
-  std::uint8_t* slot = out.slot.data() + s0;
-  std::int32_t* cut = out.cut.data() + c0;
-  const std::size_t ub = static_cast<std::size_t>(u) * d, vb = static_cast<std::size_t>(v) * d;
+  const std::uint64_t in_u = boxes.constrained[u], in_v = boxes.constrained[v];
+  const std::uint64_t features = in_u | in_v;
+  // Box = u's interval where v's path did not narrow it; = v's interval where u's path has no
+  // cut; where both cut and v's narrowed u's, it is v's interval if that lies inside u's.
   std::uint64_t computed = 0;
-  std::size_t n = 0;
-  for (std::uint64_t f = features; f != 0; f &= f - 1) {
+  for (std::uint64_t f = in_u & cut_u; f != 0; f &= f - 1) {
     const auto j = static_cast<std::size_t>(__builtin_ctzll(f));
-    if ((u_own >> j) & 1u) {
-      slot[n] = static_cast<std::uint8_t>(boxes.slot_of[ub + j] - boxes.slot_first[u]);
-    } else if (boxes.lo[vb + j] == lo[j] && boxes.hi[vb + j] == hi[j]) {
-      // v cuts j (else the box would be u's interval)
-      slot[n] = static_cast<std::uint8_t>(kSlotOfV | (boxes.slot_of[vb + j] - boxes.slot_first[v]));
-    } else {
-      computed |= std::uint64_t{1} << j;
-      continue;
-    }
-    feature[n++] = static_cast<std::uint8_t>(j);
+    const std::size_t at = static_cast<std::size_t>(v) * d + j;
+    if (boxes.lo[at] != lo[j] || boxes.hi[at] != hi[j]) computed |= std::uint64_t{1} << j;
   }
-  const std::size_t n_slots = n;
-  std::size_t c = 0;
+  const std::uint64_t from_v = (features & ~in_u) | (in_u & cut_u & ~computed);
+  const std::uint64_t slots = features & ~computed;
+  const auto count = static_cast<std::size_t>(bit_count(features));
+  const auto n_slots = static_cast<std::size_t>(bit_count(slots));
+  const auto n_cut = count - n_slots;
+  out.make_room();
+  std::uint8_t* feature = out.feature.data() + out.n_features;
+  std::uint8_t* slot = out.slot.data() + out.n_slots;
+  std::int32_t* cut = out.cut.data() + out.n_cuts;
+  out.n_features += count;
+  out.n_slots += n_slots;
+  out.n_cuts += 2 * n_cut;
+  // A slot's byte: its rank among its leaf's slots (features in order, counted on the way),
+  // v's flagged. Written every time, kept when it is a slot: no branch to mispredict.
+  int rank_u = 0, rank_v = 0;
+  for (std::uint64_t f = features; f != 0; f &= f - 1) {
+    const int j = __builtin_ctzll(f);
+    const bool is_slot = ((computed >> j) & 1u) == 0;
+    const bool of_v = ((from_v >> j) & 1u) != 0;
+    *feature = static_cast<std::uint8_t>(j);
+    *slot = static_cast<std::uint8_t>(of_v ? (kSlotOfV | rank_v) : rank_u);
+    feature += is_slot;
+    slot += is_slot;
+    rank_u += static_cast<int>((in_u >> j) & 1u);
+    rank_v += static_cast<int>((in_v >> j) & 1u);
+  }
   for (std::uint64_t f = computed; f != 0; f &= f - 1) {
     const int j = __builtin_ctzll(f);
-    feature[n++] = static_cast<std::uint8_t>(j);
-    cut[c++] = lo[j];
-    cut[c++] = hi[j];
+    *feature++ = static_cast<std::uint8_t>(j);
+    *cut++ = lo[j];
+    *cut++ = hi[j];
   }
-  out.slot.resize(s0 + n_slots);
-  out.cut.resize(c0 + c);
-  out.pairs.push_back(LeafPair{u, v, static_cast<std::uint8_t>(count), static_cast<std::uint8_t>(n_slots)});
+  out.pairs[out.n_pairs++] = LeafPair{u, v, static_cast<std::uint8_t>(count), static_cast<std::uint8_t>(n_slots)};
 }
 
 // Depth-first walk of tree s inside the box of one leaf u of another tree.

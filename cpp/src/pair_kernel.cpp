@@ -260,7 +260,7 @@ class PairCache {
     const PairList& fresh = scratch.pairs;
     if (!keep) return fresh;
     const auto bytes = static_cast<std::int64_t>(fresh.bytes() + 128);
-    if (used_.fetch_add(bytes) + bytes <= kBudget) return mine.emplace(key, fresh).first->second;
+    if (used_.fetch_add(bytes) + bytes <= kBudget) return mine.emplace(key, fresh.trimmed()).first->second;
     used_.fetch_sub(bytes);
     return fresh;
   }
@@ -502,8 +502,8 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
         for (std::int32_t v = 0; v < lanes.vectors; ++v) {
           if (ranking) {
             double* rt = corr.data() + static_cast<std::size_t>(t) * corr_width + static_cast<std::size_t>(v) * static_cast<std::size_t>(d) * kLanes;
-            sweep.passes.greedy(view, lanes.view(v), sets.data() + v * kLanes, cand.data() + v * kLanes, mult,
-                                st + v * kLanes, ct + v * kLanes, rt);
+            sweep.passes.greedy(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes,
+                                ct + v * kLanes, rt);
           } else {
             sweep.passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
           }

@@ -278,8 +278,8 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
 
 // One greedy step: PG2(S) per lane (canonical, into sum/comp) and, per feature i, corr[i][lane]
 // with PG2(S + {i}) = PG2(S) + corr[i] for every candidate i (not in S, perturbable in the row).
-void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_,
-                 const std::uint64_t* cand_, double mult, double* sum, double* comp, double* corr) {
+void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_, double mult, double* sum,
+                 double* comp, double* corr) {
   vu member[64];
   const int top = membership(S_, member);
   vd D[64];

@@ -17,6 +17,8 @@
 // probability is exactly zero when the feature is perturbed.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -56,22 +58,39 @@ struct LeafBoxes {
   std::int32_t n_leaves() const { return static_cast<std::int32_t>(leaf_node.size()); }
 };
 
+// The pairs of one tree pair (or chunk of it) and their entries. The arrays are grown ahead in
+// large steps and filled through pointers (`n_*` say how much is filled): per-pair growth was
+// a good part of the enumeration's time. A kept list is a trimmed copy.
 struct PairList {
   std::vector<LeafPair> pairs;
   std::vector<std::uint8_t> feature;  // per entry
   std::vector<std::uint8_t> slot;     // per slot entry (PairView)
   std::vector<std::int32_t> cut;      // per intersection entry: lo, hi
+  std::size_t n_pairs = 0, n_features = 0, n_slots = 0, n_cuts = 0;
+
   PairView view(const LeafBoxes& boxes) const {
-    return PairView{pairs.data(), pairs.size(), feature.data(), slot.data(), cut.data(), boxes.slot_first.data()};
+    return PairView{pairs.data(), n_pairs, feature.data(), slot.data(), cut.data(), boxes.slot_first.data()};
   }
-  std::size_t bytes() const {
-    return pairs.size() * sizeof(LeafPair) + feature.size() + slot.size() + 4 * cut.size();
+  std::size_t bytes() const { return n_pairs * sizeof(LeafPair) + n_features + n_slots + 4 * n_cuts; }
+  void clear() { n_pairs = n_features = n_slots = n_cuts = 0; }
+  // Room for one more pair of up to 64 entries.
+  void make_room() {
+    if (pairs.size() < n_pairs + 1) pairs.resize(std::max<std::size_t>(1024, 2 * pairs.size()));
+    if (feature.size() < n_features + 64) feature.resize(std::max<std::size_t>(8192, 2 * feature.size()));
+    if (slot.size() < n_slots + 64) slot.resize(std::max<std::size_t>(8192, 2 * slot.size()));
+    if (cut.size() < n_cuts + 128) cut.resize(std::max<std::size_t>(8192, 2 * cut.size()));
   }
-  void clear() {
-    pairs.clear();
-    feature.clear();
-    slot.clear();
-    cut.clear();
+  PairList trimmed() const {
+    PairList copy;
+    copy.pairs.assign(pairs.begin(), pairs.begin() + static_cast<std::ptrdiff_t>(n_pairs));
+    copy.feature.assign(feature.begin(), feature.begin() + static_cast<std::ptrdiff_t>(n_features));
+    copy.slot.assign(slot.begin(), slot.begin() + static_cast<std::ptrdiff_t>(n_slots));
+    copy.cut.assign(cut.begin(), cut.begin() + static_cast<std::ptrdiff_t>(n_cuts));
+    copy.n_pairs = n_pairs;
+    copy.n_features = n_features;
+    copy.n_slots = n_slots;
+    copy.n_cuts = n_cuts;
+    return copy;
   }
 };
 

@@ -80,8 +80,8 @@ struct PairPasses {
   void (*set)(const PairView&, const LaneView&, const std::uint64_t* sets, double mult, double* sum, double* comp);
   void (*curve)(const PairView&, const LaneView&, const CurveSets&, std::int64_t n_steps, double mult, double* sum,
                 double* comp);
-  void (*greedy)(const PairView&, const LaneView&, const std::uint64_t* sets, const std::uint64_t* candidates,
-                 double mult, double* sum, double* comp, double* corr);
+  void (*greedy)(const PairView&, const LaneView&, const std::uint64_t* sets, double mult, double* sum, double* comp,
+                 double* corr);
 };
 
 // The passes for the CPU this runs on; the environment variable PGEXACT_PASSES=base or v3
