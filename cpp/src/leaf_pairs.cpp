@@ -198,6 +198,7 @@ void enumerate_pairs(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std
     for (std::int32_t u = u_begin; u < u_end; ++u) {
       const std::size_t base = static_cast<std::size_t>(u) * du;
       emit(boxes, u, u, 0, boxes.lo.data() + base, boxes.hi.data() + base, out);
+      out.end_run(u);
     }
     return;
   }
@@ -213,6 +214,7 @@ void enumerate_pairs(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std
     walker.u_nan = boxes.nan_ok[u];
     walker.u_zero = boxes.zero_ok[u];
     walker.walk(a.tree_root[s], ~std::uint64_t{0}, ~std::uint64_t{0}, 0);
+    out.end_run(u);
   }
 }
 

@@ -96,9 +96,10 @@ __attribute__((always_inline)) inline vb pair_code(const LaneView& lanes, const 
 // in all three passes. Membership of a feature in each lane's set is precomputed once per call
 // as a lane mask, so a factor costs a masked multiply.
 //
-// Terms are added plainly over the pairs of one leaf u of the first tree (at most the leaves of
-// the second tree intersecting u's box), then the run is added, compensated, into the sums:
-// pairs come ordered by u.
+// Terms are added plainly over the pairs of one leaf u of the first tree (a run: at most the
+// leaves of the second tree intersecting u's box), then the run's sum is added, compensated,
+// into the sums. A pair no lane needs, or a run whose u no lane needs, adds nothing; skipping
+// it gives the bits that adding its exact zeros would.
 
 // The entries of the pairs of a list, pair after pair: each pair's entries follow the previous
 // pair's, so walking the list in order finds them by counting.
@@ -115,6 +116,12 @@ struct Entries {
     slot += p.n_slots;
     cut += 2 * (p.count - p.n_slots);
   }
+  // Moves to the end of `run` (the start of the next one).
+  __attribute__((always_inline)) void jump(const PairView& pl, const LeafRun& run) {
+    feature = pl.feature + run.feature_end;
+    slot = pl.slot + run.slot_end;
+    cut = pl.cut + run.cut_end;
+  }
   // Mass of entry e of pair p: a leaf's precomputed slot, or the intersection from the tables.
   __attribute__((always_inline)) vd mass_of(const LaneView& lanes, const LeafPair& p, std::int32_t e) const {
     if (e < p.n_slots) {
@@ -127,24 +134,33 @@ struct Entries {
   }
 };
 
-// The plain running sum over the pairs of one leaf u, added compensated into sum/comp when the
-// pairs move on to the next u.
-struct RunSum {
-  vd run = {};
-  std::int32_t u;
-  double* sum;
-  double* comp;
+// Calls pair(p, at) for every pair of every run whose leaf u admits some lane's x' (live(u);
+// `at` is then at p's entries), and end_run() after each such run; steps over the other runs
+// whole: where u excludes every lane, so do all its pairs.
+template <typename Live, typename Pair, typename EndRun>
+__attribute__((always_inline)) inline void for_each_run(const PairView& pl, Live&& live, Pair&& pair,
+                                                        EndRun&& end_run) {
+  Entries at(pl);
+  std::size_t q = 0;
+  for (std::size_t r = 0; r < pl.n_runs; ++r) {
+    const LeafRun& run = pl.runs[r];
+    if (!live(run.u)) {
+      q = run.pair_end;
+      at.jump(pl, run);
+      continue;
+    }
+    for (; q < run.pair_end; ++q) {
+      pair(pl.pairs[q], at);
+      at.next(pl.pairs[q]);
+    }
+    end_run();
+  }
+}
 
-  __attribute__((always_inline)) void at(std::int32_t next_u) {
-    if (next_u == u) return;
-    flush();
-    u = next_u;
-  }
-  __attribute__((always_inline)) void flush() {
-    add_compensated(sum, comp, run);
-    run = vd{};
-  }
-};
+// Whether leaf u's code (LaneView) is below `bound` in some lane.
+__attribute__((always_inline)) inline bool some_lane_below(const LaneView& lanes, std::int32_t u, std::int64_t bound) {
+  return min_lane(load_b(lanes.code + static_cast<std::size_t>(u) * kLanes)) < bound;
+}
 
 // One past the highest feature in any lane of `sets`.
 __attribute__((always_inline)) inline int top_feature(const std::uint64_t* sets) {
@@ -180,31 +196,45 @@ void eval_set(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_
   const int top = membership(S_, member);
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   const vd zero = {};
-  RunSum runs{zero, pl.n_pairs > 0 ? pl.pairs[0].u : 0, sum, comp};
-  Entries at(pl);
-  for (std::size_t q = 0; q < pl.n_pairs; at.next(pl.pairs[q]), ++q) {
-    const LeafPair& p = pl.pairs[q];
-    runs.at(p.u);
-    const vb code = pair_code(lanes, p);
-    if (min_lane(code) > 0) continue;
-    const vi alive = __builtin_convertvector(code, vi) == 0;
-    vd P = one;
-    for (std::int32_t e = 0; e < p.count; ++e) {
-      const std::int32_t j = at.feature[e];
-      if (j >= top || !any((vi)member[j])) continue;  // a factor of 1.0 in every lane
-      P = times_if(P, member[j], at.mass_of(lanes, p, e));
-    }
-    const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
-                 load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
-    runs.run += alive ? (w * P) * mult : zero;
-  }
-  runs.flush();
+  vd run = zero;  // plain sum over the pairs of one leaf u
+  for_each_run(
+      pl, [&](std::int32_t u) { return some_lane_below(lanes, u, 1); },
+      [&](const LeafPair& p, const Entries& at) {
+        const vb code = pair_code(lanes, p);
+        if (min_lane(code) > 0) return;
+        const vi alive = __builtin_convertvector(code, vi) == 0;
+        vd P = one;
+        for (std::int32_t e = 0; e < p.count; ++e) {
+          const std::int32_t j = at.feature[e];
+          if (j >= top || !any((vi)member[j])) continue;  // a factor of 1.0 in every lane
+          P = times_if(P, member[j], at.mass_of(lanes, p, e));
+        }
+        const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
+                     load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
+        run += alive ? (w * P) * mult : zero;
+      },
+      [&] {
+        add_compensated(sum, comp, run);
+        run = zero;
+      });
 }
 
 // Prefix chains evaluated side by side: enough to hide the multiply latency, few enough that
 // the chains past the last live prefix cost little (about four prefixes are live per pair on
 // the benchmark models; 2 and 8 chains measured slower).
 constexpr int kChains = 4;
+
+// Adds a pair's chains (products of prefixes k .. k + kChains - 1), weighted, to the prefixes
+// running sums where the lane is alive (from: per lane, the pair's first live prefix).
+__attribute__((always_inline)) inline void add_chains(const vd* P, std::int64_t k, std::int64_t n_steps, vi from,
+                                                      vd w, double mult, vd* run) {
+  const vd zero = {};
+  const std::int64_t live = n_steps - k < kChains ? n_steps - k : kChains;
+  for (std::int64_t i = 0; i < live; ++i) {
+    const vi alive = from <= (k + i);
+    run[k + i] += alive ? (w * P[i]) * mult : zero;
+  }
+}
 
 // PG2 of every prefix of each lane's ranking (see CurveSets).
 void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, std::int64_t n_steps, double mult,
@@ -224,56 +254,59 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   const vd zero = {};
   for (std::int64_t k = 0; k < n_steps; ++k) run[k] = zero;
-  std::int32_t run_u = pl.n_pairs > 0 ? pl.pairs[0].u : 0;
-  Entries at(pl);
-  for (std::size_t q = 0; q < pl.n_pairs; at.next(pl.pairs[q]), ++q) {
-    const LeafPair& p = pl.pairs[q];
-    if (p.u != run_u) {
-      for (std::int64_t k = 0; k < n_steps; ++k) {
-        add_compensated(sum + k * kLanes, comp + k * kLanes, run[k]);
-        run[k] = zero;
-      }
-      run_u = p.u;
-    }
-    // A lane is alive from the later of the two leaves' first live prefixes; the pair is
-    // skipped when no lane is alive at any prefix.
-    const vb from_b = pair_code(lanes, p);
-    const std::int64_t k0 = min_lane(from_b);
-    if (k0 >= n_steps) continue;
-    const vi from = __builtin_convertvector(from_b, vi);
-    const std::uint8_t* feature = at.feature;
-    std::int32_t n = 0;  // entries that are a factor at some prefix, compacted into D / fe
-    vi fe[64];
-    for (std::int32_t e = 0; e < p.count; ++e) {
-      const std::int32_t j = feature[e];
-      if (j >= top) continue;  // in no lane's set at any prefix: a factor of 1.0
-      D[n] = at.mass_of(lanes, p, e);
-      fe[n++] = enters[j];
-    }
-    const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
-                 load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
-    // The products of the live prefixes, kChains at a time in registers: each prefix
-    // multiplies in the pair's fixed order, and the chains are independent, so the CPU
-    // overlaps them (one prefix after another would wait on each multiply's latency). Chains
-    // past the last prefix are computed and dropped: cheaper than branching on them.
-    for (std::int64_t k = k0; k < n_steps; k += kChains) {
-      vd P[kChains];
+  for_each_run(
+      pl, [&](std::int32_t u) { return some_lane_below(lanes, u, n_steps); },
+      [&](const LeafPair& p, const Entries& at) {
+        // A lane is alive from the later of the two leaves' first live prefixes; the pair is
+        // skipped when no lane is alive at any prefix.
+        const vb from_b = pair_code(lanes, p);
+        const std::int64_t k0 = min_lane(from_b);
+        if (k0 >= n_steps) return;
+        const vi from = __builtin_convertvector(from_b, vi);
+        const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
+                     load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
+        // The products of the live prefixes, kChains at a time in registers: each prefix
+        // multiplies in the pair's fixed order, and the chains are independent, so the CPU
+        // overlaps them (one prefix after another would wait on each multiply's latency). Chains
+        // past the last prefix are computed and dropped: cheaper than branching on them. The
+        // first group computes the masses as it goes; later groups (long rankings) reuse them.
+        std::int32_t n = 0;  // entries that are a factor at some prefix: their masses and features
+        std::uint8_t factor_feature[64];
+        {
+          vd P[kChains];
 #pragma GCC unroll 8
-      for (int i = 0; i < kChains; ++i) P[i] = one;
-      for (std::int32_t e = 0; e < n; ++e) {
-        const vi f = fe[e];
-        const vd De = D[e];
+          for (int i = 0; i < kChains; ++i) P[i] = one;
+          for (std::int32_t e = 0; e < p.count; ++e) {
+            const std::int32_t j = at.feature[e];
+            if (j >= top) continue;  // in no lane's set at any prefix: a factor of 1.0
+            const vd De = at.mass_of(lanes, p, e);
+            const vi f = enters[j];
+            D[n] = De;
+            factor_feature[n++] = static_cast<std::uint8_t>(j);
 #pragma GCC unroll 8
-        for (int i = 0; i < kChains; ++i) P[i] = (f <= k + i) ? P[i] * De : P[i];
-      }
-      const std::int64_t live = n_steps - k < kChains ? n_steps - k : kChains;
-      for (std::int64_t i = 0; i < live; ++i) {
-        const vi alive = from <= (k + i);
-        run[k + i] += alive ? (w * P[i]) * mult : zero;
-      }
-    }
-  }
-  for (std::int64_t k = 0; k < n_steps; ++k) add_compensated(sum + k * kLanes, comp + k * kLanes, run[k]);
+            for (int i = 0; i < kChains; ++i) P[i] = (f <= k0 + i) ? P[i] * De : P[i];
+          }
+          add_chains(P, k0, n_steps, from, w, mult, run);
+        }
+        for (std::int64_t k = k0 + kChains; k < n_steps; k += kChains) {
+          vd P[kChains];
+#pragma GCC unroll 8
+          for (int i = 0; i < kChains; ++i) P[i] = one;
+          for (std::int32_t e = 0; e < n; ++e) {
+            const vi f = enters[factor_feature[e]];
+            const vd De = D[e];
+#pragma GCC unroll 8
+            for (int i = 0; i < kChains; ++i) P[i] = (f <= k + i) ? P[i] * De : P[i];
+          }
+          add_chains(P, k, n_steps, from, w, mult, run);
+        }
+      },
+      [&] {
+        for (std::int64_t k = 0; k < n_steps; ++k) {
+          add_compensated(sum + k * kLanes, comp + k * kLanes, run[k]);
+          run[k] = zero;
+        }
+      });
 }
 
 // One greedy step: PG2(S) per lane (canonical, into sum/comp) and, per feature i, corr[i][lane]
@@ -285,38 +318,40 @@ void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t*
   vd D[64];
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   const vd zero = {};
-  RunSum runs{zero, pl.n_pairs > 0 ? pl.pairs[0].u : 0, sum, comp};
-  Entries at(pl);
-  for (std::size_t q = 0; q < pl.n_pairs; at.next(pl.pairs[q]), ++q) {
-    const LeafPair& p = pl.pairs[q];
-    runs.at(p.u);
-    // The one feature the pair misses in each lane (kNoneMissing: none; kNeverAlive: dead).
-    const vb a = load_b(lanes.code + static_cast<std::size_t>(p.u) * kLanes);
-    const vb b = load_b(lanes.code + static_cast<std::size_t>(p.v) * kLanes);
-    const vb missing_b = a == kNoneMissing ? b : (b == kNoneMissing || a == b) ? a : kNeverAlive;
-    if (!any(__builtin_convertvector(missing_b != kNeverAlive, vi))) continue;
-    const vi missing = __builtin_convertvector(missing_b, vi);
-    vd P = one;
-    for (std::int32_t e = 0; e < p.count; ++e) {
-      const std::int32_t j = at.feature[e];
-      D[e] = at.mass_of(lanes, p, e);
-      if (j < top) P = times_if(P, member[j], D[e]);
-    }
-    const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
-                 load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
-    const vd wp = (w * P) * mult;
-    const vd base = (missing == kNoneMissing) ? wp : zero;
-    runs.run += base;
-    for (std::int32_t e = 0; e < p.count; ++e) {
-      const std::int32_t i = at.feature[e];
-      double* c = corr + static_cast<std::size_t>(i) * kLanes;
-      // Every feature's correction is kept (the driver reads only the candidates' ones; a
-      // feature that cannot be perturbed in a row is read as no correction).
-      const vi counts = (missing == kNoneMissing) | (missing == i);
-      store_d(c, load_d(c) + (counts ? wp * D[e] - base : zero));
-    }
-  }
-  runs.flush();
+  vd run = zero;  // plain sum over the pairs of one leaf u
+  for_each_run(
+      pl, [&](std::int32_t u) { return some_lane_below(lanes, u, kNeverAlive); },
+      [&](const LeafPair& p, const Entries& at) {
+        // The one feature the pair misses in each lane (kNoneMissing: none; kNeverAlive: dead).
+        const vb a = load_b(lanes.code + static_cast<std::size_t>(p.u) * kLanes);
+        const vb b = load_b(lanes.code + static_cast<std::size_t>(p.v) * kLanes);
+        const vb missing_b = a == kNoneMissing ? b : (b == kNoneMissing || a == b) ? a : kNeverAlive;
+        if (!any(__builtin_convertvector(missing_b != kNeverAlive, vi))) return;
+        const vi missing = __builtin_convertvector(missing_b, vi);
+        vd P = one;
+        for (std::int32_t e = 0; e < p.count; ++e) {
+          const std::int32_t j = at.feature[e];
+          D[e] = at.mass_of(lanes, p, e);
+          if (j < top) P = times_if(P, member[j], D[e]);
+        }
+        const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
+                     load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
+        const vd wp = (w * P) * mult;
+        const vd base = (missing == kNoneMissing) ? wp : zero;
+        run += base;
+        for (std::int32_t e = 0; e < p.count; ++e) {
+          const std::int32_t i = at.feature[e];
+          double* c = corr + static_cast<std::size_t>(i) * kLanes;
+          // Every feature's correction is kept (the driver reads only the candidates' ones; a
+          // feature that cannot be perturbed in a row is read as no correction).
+          const vi counts = (missing == kNoneMissing) | (missing == i);
+          store_d(c, load_d(c) + (counts ? wp * D[e] - base : zero));
+        }
+      },
+      [&] {
+        add_compensated(sum, comp, run);
+        run = zero;
+      });
 }
 
 }  // namespace

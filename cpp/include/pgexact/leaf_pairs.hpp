@@ -62,6 +62,7 @@ struct LeafBoxes {
 // large steps and filled through pointers (`n_*` say how much is filled): per-pair growth was
 // a good part of the enumeration's time. A kept list is a trimmed copy.
 struct PairList {
+  std::vector<LeafRun> runs;
   std::vector<LeafPair> pairs;
   std::vector<std::uint8_t> feature;  // per entry
   std::vector<std::uint8_t> slot;     // per slot entry (PairView)
@@ -69,10 +70,23 @@ struct PairList {
   std::size_t n_pairs = 0, n_features = 0, n_slots = 0, n_cuts = 0;
 
   PairView view(const LeafBoxes& boxes) const {
-    return PairView{pairs.data(), n_pairs, feature.data(), slot.data(), cut.data(), boxes.slot_first.data()};
+    return PairView{runs.data(), runs.size(), pairs.data(), n_pairs, feature.data(), slot.data(), cut.data(),
+                    boxes.slot_first.data()};
   }
-  std::size_t bytes() const { return n_pairs * sizeof(LeafPair) + n_features + n_slots + 4 * n_cuts; }
-  void clear() { n_pairs = n_features = n_slots = n_cuts = 0; }
+  std::size_t bytes() const {
+    return runs.size() * sizeof(LeafRun) + n_pairs * sizeof(LeafPair) + n_features + n_slots + 4 * n_cuts;
+  }
+  void clear() {
+    runs.clear();
+    n_pairs = n_features = n_slots = n_cuts = 0;
+  }
+  // Closes the run of leaf u (if it has pairs).
+  void end_run(std::int32_t u) {
+    const std::uint32_t begin = runs.empty() ? 0 : runs.back().pair_end;
+    if (n_pairs == begin) return;
+    runs.push_back(LeafRun{u, static_cast<std::uint32_t>(n_pairs), static_cast<std::uint32_t>(n_features),
+                           static_cast<std::uint32_t>(n_slots), static_cast<std::uint32_t>(n_cuts)});
+  }
   // Room for one more pair of up to 64 entries.
   void make_room() {
     if (pairs.size() < n_pairs + 1) pairs.resize(std::max<std::size_t>(1024, 2 * pairs.size()));
@@ -82,6 +96,7 @@ struct PairList {
   }
   PairList trimmed() const {
     PairList copy;
+    copy.runs = runs;
     copy.pairs.assign(pairs.begin(), pairs.begin() + static_cast<std::ptrdiff_t>(n_pairs));
     copy.feature.assign(feature.begin(), feature.begin() + static_cast<std::ptrdiff_t>(n_features));
     copy.slot.assign(slot.begin(), slot.begin() + static_cast<std::ptrdiff_t>(n_slots));

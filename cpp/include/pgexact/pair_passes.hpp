@@ -33,9 +33,19 @@ struct LeafPair {
 // v (else u).
 inline constexpr std::uint8_t kSlotOfV = 0x80;
 
-// A list of pairs and their entries: per entry its feature; per slot entry its byte; per
-// intersection entry lo and hi, side by side. slot_first: per leaf, its first slot.
+// The pairs of one leaf u of the first tree are consecutive in a list: a run, with where its
+// pairs and entries end (counted from the list's start), so a pass can step over a whole run
+// when u excludes every lane's x'.
+struct LeafRun {
+  std::int32_t u;
+  std::uint32_t pair_end, feature_end, slot_end, cut_end;
+};
+
+// A list of pairs and their entries, run by run: per entry its feature; per slot entry its
+// byte; per intersection entry lo and hi, side by side. slot_first: per leaf, its first slot.
 struct PairView {
+  const LeafRun* runs;
+  std::size_t n_runs;
   const LeafPair* pairs;
   std::size_t n_pairs;
   const std::uint8_t* feature;
