@@ -21,13 +21,14 @@ namespace {
 
 // Rows per block: the pairs of a tree pair are enumerated once per block (and per greedy
 // step), so a block holds as many rows as a fixed memory budget allows: per row, 16 bytes per
-// boundary and per leaf (8 more per leaf for curves) and the per-first-tree partial sums.
+// boundary, 17 per leaf (out mask, weight, code), 8 per slot and the per-first-tree partial
+// sums.
 // Within a tree pair only the boundaries and leaves of its two trees are read, for every
 // vector of rows, so a large block streams little more than a small one.
 constexpr std::int64_t kBlockBytes = std::int64_t{96} << 20;
 
 std::int64_t block_rows(const Arena& a, const LeafBoxes& boxes, std::int64_t sums_per_row) {
-  const std::int64_t per_row = 16 * static_cast<std::int64_t>(a.bounds.size()) + 24 * boxes.n_leaves() +
+  const std::int64_t per_row = 16 * static_cast<std::int64_t>(a.bounds.size()) + 17 * boxes.n_leaves() +
                                8 * boxes.n_slots + 8 * sums_per_row * a.n_trees();
   std::int64_t rows = kBlockBytes / std::max<std::int64_t>(per_row, 1);
   rows = std::max<std::int64_t>(8, std::min<std::int64_t>(rows, 4096));
@@ -206,6 +207,20 @@ void code_greedy(const std::uint64_t* sets, const std::uint64_t* candidates, std
       lanes.code[at] = rest == 0                                      ? kNoneMissing
                        : (rest & (rest - 1)) == 0 && (rest & cand) != 0 ? static_cast<std::int8_t>(__builtin_ctzll(rest))
                                                                         : kNeverAlive;
+    }
+  }
+}
+
+// The leaves' codes (LaneView) for a curve of two prefixes per row, sets [vector][prefix][lane].
+void code_two_prefixes(const std::uint64_t* sets, std::int64_t rows, Lanes& lanes) {
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
+    const std::uint64_t first = sets[(2 * v) * kLanes + l], second = sets[(2 * v + 1) * kLanes + l];
+    for (std::size_t at = v * static_cast<std::size_t>(lanes.n_leaves) * kLanes + l,
+                     end = at + static_cast<std::size_t>(lanes.n_leaves) * kLanes;
+         at < end; at += kLanes) {
+      const std::uint64_t out = lanes.out[at];
+      lanes.code[at] = (out & ~first) == 0 ? std::int8_t{0} : (out & ~second) == 0 ? std::int8_t{1} : kNeverAlive;
     }
   }
 }
@@ -482,6 +497,40 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
     // Step `step` ranks the candidates of S (step features chosen) and, in the same pass, gives
     // PG2(S), the curve entry of step - 1; the last pass only does the latter.
     for (std::int64_t step = 0; step <= n_candidates; ++step) {
+      if (n_candidates >= 2 && step == n_candidates - 1) {
+        // One feature left: the choice is forced, and one pass over the two prefixes S and
+        // S + {last} gives both curve entries (the bits the set passes would: each prefix's
+        // products and sums are its own) instead of a greedy pass and a set pass.
+        std::vector<std::uint64_t> two(2 * width);  // [vector][prefix][lane]
+        for (std::size_t i = 0; i < width; ++i) {
+          const std::size_t v = i / kLanes, l = i % kLanes;
+          const std::uint64_t last = numeric & ~chosen[i];
+          two[(2 * v) * kLanes + l] = chosen[i] & lanes.perturbable[i];
+          two[(2 * v + 1) * kLanes + l] = (chosen[i] | last) & lanes.perturbable[i];
+          if (i < static_cast<std::size_t>(rows)) {
+            ranking_out[(r0 + static_cast<std::int64_t>(i)) * d + step] = __builtin_ctzll(last);
+            chosen[i] |= last;
+          }
+        }
+        code_two_prefixes(two.data(), rows, lanes);
+        sum.assign(static_cast<std::size_t>(n_trees) * 2 * width, 0.0);
+        comp.assign(sum.size(), 0.0);
+        sweep.run([&](std::int64_t t, const PairView& view, double mult) {
+          double* st = sum.data() + static_cast<std::size_t>(t) * 2 * width;
+          double* ct = comp.data() + static_cast<std::size_t>(t) * 2 * width;
+          for (std::int32_t v = 0; v < lanes.vectors; ++v) {
+            const CurveSets c{two.data() + 2 * v * kLanes};
+            sweep.passes.curve(view, lanes.view(v), c, 2, mult, st + 2 * v * kLanes, ct + 2 * v * kLanes);
+          }
+        }, r0 + block < n_rows);
+        reduce_trees(sum, comp, n_trees, 2 * width, total);
+        for (std::int64_t i = 0; i < rows; ++i) {
+          const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
+          curve_out[(r0 + i) * d + step - 1] = total[(2 * v) * kLanes + l];
+          curve_out[(r0 + i) * d + step] = total[(2 * v + 1) * kLanes + l];
+        }
+        break;
+      }
       const bool ranking = step < n_candidates;
       std::vector<std::uint64_t> sets(width);
       for (std::size_t i = 0; i < width; ++i) {

@@ -315,6 +315,9 @@ void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t*
                  double* comp, double* corr) {
   vu member[64];
   const int top = membership(S_, member);
+  // Features in every lane's set: no lane reads their corrections (they are no candidates).
+  std::uint64_t in_every_set = ~std::uint64_t{0};
+  for (int l = 0; l < kLanes; ++l) in_every_set &= S_[l];
   vd D[64];
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   const vd zero = {};
@@ -341,9 +344,10 @@ void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t*
         run += base;
         for (std::int32_t e = 0; e < p.count; ++e) {
           const std::int32_t i = at.feature[e];
+          if ((in_every_set >> i) & 1u) continue;
           double* c = corr + static_cast<std::size_t>(i) * kLanes;
-          // Every feature's correction is kept (the driver reads only the candidates' ones; a
-          // feature that cannot be perturbed in a row is read as no correction).
+          // The driver reads only the candidates' corrections (a feature that cannot be
+          // perturbed in a row is read as no correction).
           const vi counts = (missing == kNoneMissing) | (missing == i);
           store_d(c, load_d(c) + (counts ? wp * D[e] - base : zero));
         }

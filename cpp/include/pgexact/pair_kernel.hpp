@@ -14,8 +14,10 @@
 //
 // Which pairs intersect does not depend on the row (leaf_pairs.hpp), so the kernel enumerates
 // them once per tree pair and block of rows, and evaluates each pair for 8 rows at a time with
-// the rows in SIMD lanes: boundary tables are laid out [boundary][row], leaf weights and out
-// masks [leaf][row]. A row's value never depends on its lane neighbours: every lane does the
+// the rows in SIMD lanes: boundary tables are laid out [boundary][row], leaf weights and leaf
+// codes [leaf][row]. A leaf's code is one byte that condenses its out mask against what the
+// pass perturbs (the first prefix from which out(u) is perturbed, or the one candidate still
+// missing in a greedy step), so a pair's first factor is a byte max, not a mask test. A row's value never depends on its lane neighbours: every lane does the
 // same operations in the same order, pairs no lane needs are skipped (their terms would be
 // exactly zero), and the product over a pair's features is always taken in increasing feature
 // order. So PG2 of a set, a column of a prefix curve and a greedy step's chosen set give the
