@@ -95,7 +95,10 @@ def main() -> None:
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--big", action="store_true",
                     help="also the issue's large case: XGBoost 300×d8 with 25 features, 16 rows, 2 threads")
+    ap.add_argument("--only-big", action="store_true", help="only the large case (implies --big, --no-write)")
     args = ap.parse_args()
+    if args.only_big:
+        args.big, args.no_write, args.threads, args.quick = True, True, [], True
 
     lines = [MARK_BEGIN, "## Scaling (bench/bench_scaling.py)", "",
              f"{args.rows} rows, per-row random rankings, σ = 0.3, normal noise; per-row times; "
