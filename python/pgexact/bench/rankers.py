@@ -174,14 +174,60 @@ def load_rankers_data(args: Args) -> TruthData:
     return load_truth(args, n=_settings(args)["n_samples"], d=args.features)
 
 
+def _top_k(args: Args, truth: TruthData) -> int:
+    """``--top-k``, or the size of the relevant set, or min(5, d-1) without ground truth."""
+    d = truth.data.d
+    k = args.top_k or (len(truth.relevant) if truth.relevant is not None else max(1, min(5, d - 1)))
+    if not 1 <= k < d:
+        raise UsageError(f"--top-k: must be between 1 and {d - 1} (the number of features - 1)")
+    return int(k)
+
+
+def _evaluate(args: Args, everything: List[Ranker], ctx: Context, truth: TruthData,
+              curves: _Curves, sigma_eval: float, k: int) -> List[Json]:
+    """Every ranker on the original model: its scores, exact PGI²/PGU², validation curve."""
+    results: List[Json] = []
+    pbar = bar(args, total=len(everything), desc="rankers")
+    try:
+        for r in everything:
+            pbar.set_postfix_str(r.name)
+            imp, R, seconds = _run_one(r, ctx)
+            pgi2 = pgexact.pgi2(ctx.ens, ctx.X, ranking=R, sigma=sigma_eval, n_jobs=args.n_jobs)
+            pgu2 = pgexact.pgu2(ctx.ens, ctx.X, ranking=R, sigma=sigma_eval, n_jobs=args.n_jobs)
+            curve = metrics.validation_curve(curves.fit_score, np.maximum(imp, 0.0))
+            results.append(dict(
+                name=r.name, per_row=r.per_row, description=r.description,
+                importances=imp.tolist(), top_k=ranking_from_scores(imp)[:k].tolist(),
+                seconds=seconds, time_per_row_s=seconds / ctx.X.shape[0],
+                mean_pgi2=float(np.mean(pgi2)), mean_pgu2=float(np.mean(pgu2)),
+                validation_curve=curve.tolist(), validation_area=metrics.curve_area(curve),
+                **_truth_scores(truth, imp, k)))
+            pbar.update()
+    finally:
+        pbar.close()
+    fastest = min(r["time_per_row_s"] for r in results)
+    for r in results:
+        r["log2_time_ratio"] = float(np.log2(r["time_per_row_s"] / fastest))
+    return results
+
+
 def run_rankers(args: Args, truth: Optional[TruthData] = None) -> Json:
     """Run the comparison for the parsed command line; returns the results.json payload.
 
     ``truth``: the data, when the caller loaded it already (:func:`load_rankers_data`).
     """
     st = _settings(args)
+    if st["bootstraps"] < 0:
+        raise UsageError("--bootstraps: must be 0 (skip stability) or a positive count")
     truth = truth or load_rankers_data(args)
     data, d = truth.data, truth.data.d
+    k = _top_k(args, truth)
+    idx = _eval_index(data.Xte.shape[0], st["rows"], args.seed + 1)
+    user: Optional[Ranker] = None
+    if args.attributions:  # checked before any training
+        A = _load_attributions(args.attributions, data.Xte.shape[0], d)
+        user = Ranker("attributions (file)", A.ndim == 2,
+                      given_attributions(A if A.ndim == 1 else A[idx]), args.attributions)
     for note in data.notes:
         echo(f"note: {note}")
     recipe = model_recipe(st["quick"])
@@ -193,60 +239,27 @@ def run_rankers(args: Args, truth: Optional[TruthData] = None) -> Json:
         ens = pgexact.load(model)
     except (TypeError, ValueError) as e:
         raise UsageError(f"model: {first_line(e)}") from None
-    idx = _eval_index(data.Xte.shape[0], st["rows"], args.seed + 1)
     X = np.ascontiguousarray(data.Xte[idx])
     sigma_eval = args.sigma_eval if args.sigma_eval is not None else args.sigma_rank
-    k = args.top_k or (len(truth.relevant) if truth.relevant is not None else max(1, min(5, d - 1)))
-    if not 1 <= k < d:
-        raise UsageError(f"--top-k: must be between 1 and {d - 1} (the number of features - 1)")
     rankers = rankers_for(args.library, args.sigma_rank)
-    user: Optional[Ranker] = None
-    if args.attributions:
-        A = _load_attributions(args.attributions, data.Xte.shape[0], d)
-        user = Ranker("attributions (file)", A.ndim == 2,
-                      given_attributions(A if A.ndim == 1 else A[idx]), args.attributions)
     ctx = Context(model, ens, X, data.Xte, data.yte, truth.task, args.sigma_rank, args.seed,
                   args.n_jobs, st["permutation_repeats"])
     warm_up(ctx)
     curves = _Curves(args.library, truth, recipe, args.seed, args.n_jobs)
-    results: List[Json] = []
-    everything = rankers + ([user] if user else [])
-    pbar = bar(args, total=len(everything), desc="rankers")
-    try:
-        for r in everything:
-            imp, R, seconds = _run_one(r, ctx)
-            pbar.set_postfix_str(r.name)
-            pgi2 = pgexact.pgi2(ens, X, ranking=R, sigma=sigma_eval, n_jobs=args.n_jobs)
-            pgu2 = pgexact.pgu2(ens, X, ranking=R, sigma=sigma_eval, n_jobs=args.n_jobs)
-            curve = metrics.validation_curve(curves.fit_score, np.maximum(imp, 0.0))
-            results.append(dict(
-                name=r.name, per_row=r.per_row, description=r.description,
-                importances=imp.tolist(), top_k=ranking_from_scores(imp)[:k].tolist(),
-                seconds=seconds, time_per_row_s=seconds / X.shape[0],
-                mean_pgi2=float(np.mean(pgi2)), mean_pgu2=float(np.mean(pgu2)),
-                validation_curve=curve.tolist(), validation_area=metrics.curve_area(curve),
-                **_truth_scores(truth, imp, k)))
-            pbar.update()
-    finally:
-        pbar.close()
-    fastest = min(r["time_per_row_s"] for r in results)
-    for r in results:
-        r["log2_time_ratio"] = float(np.log2(r["time_per_row_s"] / fastest))
-    skipped: List[str] = []
-    if not truth.has_truth:
-        skipped.append(truth.truth_note)
+    results = _evaluate(args, rankers + ([user] if user else []), ctx, truth, curves,
+                        sigma_eval, k)
+    skipped: List[str] = [] if truth.has_truth else [truth.truth_note]
+    boot: Dict[str, np.ndarray] = {}
     if st["bootstraps"] >= 2:
         boot = _bootstrap_importances(args, truth, rankers, ctx, recipe, st["bootstraps"])
-        for r in results:
-            r.update(_stability_scores(boot[r["name"]], k) if r["name"] in boot
-                     else dict(stability=None, importance_variance=None))
         if user:
             skipped.append("stability of attributions (file): a fixed array cannot be recomputed "
                            "on the bootstrap models")
     else:
-        for r in results:
-            r.update(stability=None, importance_variance=None)
         skipped.append("stability: needs --bootstraps 2 or more")
+    for r in results:
+        r.update(_stability_scores(boot[r["name"]], k) if r["name"] in boot
+                 else dict(stability=None, importance_variance=None))
     return dict(command="rankers", argv=getattr(args, "argv", None), seed=args.seed,
                 data=truth.describe(), model=_model_info(args.library, recipe, model, ens, truth),
                 settings=dict(st, sigma_rank=args.sigma_rank, sigma_eval=sigma_eval, top_k=k,
