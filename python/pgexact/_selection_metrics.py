@@ -51,7 +51,8 @@ def normalize_importances(importances: Any, *, name: str = "importances") -> np.
     total = v.sum()
     if total <= 0:
         raise ValueError(f"{name}: all importances are zero; nothing to normalise")
-    return v / total
+    out: np.ndarray = v / total
+    return out
 
 
 def _paired(importances: Any, truth: Any) -> Tuple[np.ndarray, np.ndarray]:
@@ -233,7 +234,7 @@ def stability(Z: Any) -> float:
         raise ValueError("Z: every row selects no feature or every feature; stability is "
                          "undefined (select between 1 and d-1 features)")
     s2 = B / (B - 1) * p * (1.0 - p)
-    return 1.0 - float(s2.mean()) / denom
+    return float(1.0 - float(s2.mean()) / denom)
 
 
 def importance_variance(importances: Any) -> float:

@@ -116,7 +116,8 @@ def _greedy(ctx: Context) -> RankerResult:
 
 def _abs_shap(ctx: Context) -> np.ndarray:
     try:
-        return np.abs(metrics.shap_values(ctx.model, ctx.X))
+        out: np.ndarray = np.abs(metrics.shap_values(ctx.model, ctx.X))
+        return out
     except ImportError as e:
         raise UsageError(f"the SHAP rankers need shap: {first_line(e)}") from None
 

@@ -205,9 +205,9 @@ def _evaluate(args: Args, everything: List[Ranker], ctx: Context, truth: TruthDa
             pbar.update()
     finally:
         pbar.close()
-    fastest = min(r["time_per_row_s"] for r in results)
-    for r in results:
-        r["log2_time_ratio"] = float(np.log2(r["time_per_row_s"] / fastest))
+    fastest = min(row["time_per_row_s"] for row in results)
+    for row in results:
+        row["log2_time_ratio"] = float(np.log2(row["time_per_row_s"] / fastest))
     return results
 
 
