@@ -22,14 +22,14 @@ Subcommands (each prints a readable table and writes ``results.json`` into ``--o
     Time per (row, S) pair of the exact kernel, the paper's unpruned O(n²) pair walk (kept in
     the core as the reference) and Monte Carlo, over XGBoost models from 16 to 10,000+ leaves
     (``speed.png``).
+``paper``
+    All of the above on the wine and California housing data, single-tree and "Bigger" models,
+    and ``REPORT.md`` with every table and figure next to the paper authors' own numbers.
 ``rankers``
     Feature rankers (greedy PG², SHAP, the model's own importances, permutation importance, a
     user's attributions) judged as feature-selection benchmarks judge them — R² / log loss
     against a known ground truth, top-k precision/recall, stability over bootstrap refits,
     validation curves, run time — next to their exact PGI² and PGU² (four PNGs).
-``paper``
-    All of the above on the wine and California housing data, single-tree and "Bigger" models,
-    and ``REPORT.md`` with every table and figure next to the paper authors' own numbers.
 
 Data (``--dataset`` diabetes / friedman / wine / housing, or ``--data CSV --target COLUMN``) is
 split 80:20 and standardised with the training statistics; models are XGBoost regressors
