@@ -68,7 +68,10 @@ def _truth_scores(truth: TruthData, imp: np.ndarray, k: int) -> Json:
     out: Json = dict(r2=None, log_loss=None, precision_at_k=None, recall_at_k=None)
     if not truth.has_truth or not np.any(imp > 0):
         return out
-    gt = truth.importances if truth.importances is not None else np.zeros(imp.size)
+    gt = truth.importances
+    if gt is None:  # only the relevant set is known: importance 1 each
+        gt = np.zeros(imp.size)
+        gt[np.asarray(truth.relevant)] = 1.0
     out["r2"] = metrics.importance_r2(imp, gt)
     out["log_loss"] = metrics.importance_log_loss(imp, gt)
     out["precision_at_k"], out["recall_at_k"] = metrics.top_k_precision_recall(
