@@ -158,3 +158,12 @@ def test_additive_ground_truth_is_its_variance_decomposition():
     t = additive(4000, 8, 0)
     assert t.relevant.tolist() == [0, 1, 2, 3, 4, 5]
     assert t.importances.tolist() == [9.0, 4.0, 2.25, 1.0, 2.0, 2.0, 0.0, 0.0]
+
+
+def test_friedman_is_an_alias_with_ground_truth():
+    import argparse
+
+    from pgexact.bench.truth import load_truth
+
+    args = argparse.Namespace(dataset="friedman", data=None, seed=0)
+    assert load_truth(args, n=100, d=6).relevant.tolist() == [0, 1, 2, 3, 4]

@@ -23,6 +23,9 @@ from .speed import cmd_speed
 
 __all__ = ["build_parser", "main", "n_jobs_arg", "positive_float", "positive_int"]
 
+#: --data-dir's help, the same for every subcommand that reads the paper's datasets
+DATA_DIR_HELP = ("directory with winequality_red.csv and california_housing.csv (default: "
+                 "../shared/datasets next to the repository)")
 #: what ``ArgumentParser.add_subparsers`` returns (its class is private in argparse)
 Subparsers = Any
 
@@ -81,8 +84,7 @@ def _data_options() -> argparse.ArgumentParser:
                        help=f"{', '.join(DATASETS)} (default: diabetes); wine and housing are read "
                             "from --data-dir")
     group.add_argument("--data-dir", default=None, metavar="DIR",
-                       help="directory with winequality_red.csv and california_housing.csv "
-                            "(default: ../shared/datasets next to the repository)")
+                       help=DATA_DIR_HELP)
     group.add_argument("--data", default=None, metavar="CSV",
                        help="your own CSV (separator sniffed) instead of --dataset; needs --target")
     group.add_argument("--target", default=None, metavar="COLUMN", help="target column of --data")
@@ -214,8 +216,7 @@ def _add_paper(sub: Subparsers, common: argparse.ArgumentParser,
                     "defaults and --n-jobs 1 it takes about 5-8 minutes on a busy 2-core machine.",
     )
     p.add_argument("--data-dir", default=None, metavar="DIR",
-                   help="directory with winequality_red.csv and california_housing.csv "
-                        "(default: ../shared/datasets next to the repository)")
+                   help=DATA_DIR_HELP)
     p.add_argument("--grid-search", action="store_true",
                    help="choose eta and subsample by 5-fold CV (see accuracy --help)")
     p.add_argument("--samples", type=positive_int, default=1000, metavar="N",
@@ -255,10 +256,11 @@ def _add_rankers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("data")
     g.add_argument("--dataset", default=None, metavar="NAME",
                    help=f"with ground truth: {', '.join(TRUTH_DATASETS)} (default: friedman1); "
-                        f"without: {', '.join(DATASETS)} (wine and housing from --data-dir)")
+                        f"(friedman is the same); without: "
+                        f"{', '.join(n for n in DATASETS if n != 'friedman')} (wine and housing "
+                        "from --data-dir)")
     g.add_argument("--data-dir", default=None, metavar="DIR",
-                   help="directory with winequality_red.csv and california_housing.csv "
-                        "(default: ../shared/datasets next to the repository)")
+                   help=DATA_DIR_HELP)
     g.add_argument("--data", default=None, metavar="CSV",
                    help="your own CSV (regression, no ground truth) instead of --dataset; "
                         "needs --target")

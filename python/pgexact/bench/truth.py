@@ -136,6 +136,8 @@ def load_truth(args: Args, *, n: int, d: int) -> TruthData:
     """The data chosen by ``--dataset`` / ``--data``: a ground-truth generator, or real data
     (the names of :data:`~pgexact.bench.data.DATASETS` and CSVs) with no ground truth."""
     name = getattr(args, "dataset", None) or "friedman1"
+    if name == "friedman":  # the other subcommands' name for the same generator
+        name = "friedman1"
     if getattr(args, "data", None) is None and name not in (*TRUTH_DATASETS, *DATASETS):
         raise UsageError(f"--dataset: unknown dataset {name!r} (choose from "
                          f"{', '.join((*TRUTH_DATASETS, *DATASETS))}, or give --data CSV "
