@@ -141,6 +141,22 @@ def test_top_k_precision_recall_by_set_arithmetic():
         assert metrics.top_k_precision_recall(scores, mask, k) == (p, r)
 
 
+def test_top_k_precision_recall_shares_ties_at_the_cut():
+    # place 2 is shared by three tied features, one of them relevant: 1/3 of a hit
+    p, r = metrics.top_k_precision_recall([1.0, 0.0, 0.0, 0.0], [1], 2)
+    assert (p, r) == (pytest.approx(1 / 6), pytest.approx(1 / 3))
+    # the average over every order of the ties, by brute force
+    scores, relevant, k = np.array([3.0, 1.0, 1.0, 1.0, 1.0, 0.0]), {1, 2, 5}, 3
+    hits = []
+    for order in itertools.permutations([1, 2, 3, 4]):
+        top = [0] + list(order)[: k - 1]
+        hits.append(len(set(top) & relevant))
+    assert metrics.top_k_precision_recall(scores, sorted(relevant), k)[0] == pytest.approx(
+        np.mean(hits) / k, rel=1e-12)
+    # ties wholly inside the top k change nothing
+    assert metrics.top_k_precision_recall([2.0, 2.0, 0.0], [0, 1], 2) == (1.0, 1.0)
+
+
 def test_top_k_mask_ties_go_to_the_lower_position():
     Z = metrics.top_k_mask([[1.0, 2.0, 2.0, 0.0], [5.0, 5.0, 5.0, 5.0]], 2)
     assert Z.tolist() == [[0, 1, 1, 0], [1, 1, 0, 0]]

@@ -170,10 +170,15 @@ def top_k_mask(scores: Any, k: int) -> np.ndarray:
 def top_k_precision_recall(scores: Any, relevant: Any, k: int) -> Tuple[float, float]:
     """Precision and recall of the relevant features among the ``k`` highest scores.
 
+    Features tied with the k-th score share the remaining places: the tie group contributes
+    its expected number of relevant features under a random order of the ties, so an
+    importance vector with ties (zeros for unused features) is not credited or penalised for
+    where the relevant features happen to stand among the columns.
+
     Parameters
     ----------
     scores : array_like of float, shape (d,)
-        Importances (higher = more important); ties go to the lower position.
+        Importances (higher = more important).
     relevant : array_like of int positions, or boolean mask of shape (d,)
         The truly relevant features.
     k : int
@@ -186,8 +191,11 @@ def top_k_precision_recall(scores: Any, relevant: Any, k: int) -> Tuple[float, f
     """
     s = _vector("scores", scores)
     mask = _relevant_mask(relevant, s.size)
-    chosen = top_k_mask(s, k)[0].astype(bool)
-    hits = int(np.sum(chosen & mask))
+    k = _check_k(k, s.size)
+    cut = np.sort(s)[::-1][k - 1]
+    above, tied = s > cut, s == cut
+    hits = float(np.sum(above & mask))
+    hits += (k - int(above.sum())) * float(np.sum(tied & mask)) / int(tied.sum())
     return hits / k, hits / int(mask.sum())
 
 
