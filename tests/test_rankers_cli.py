@@ -19,7 +19,8 @@ from pgexact.bench.truth import additive, friedman1, friedman1_importances  # no
 RANKER_FIELDS = {
     "name", "per_row", "description", "importances", "top_k", "seconds", "time_per_row_s",
     "log2_time_ratio", "mean_pgi2", "mean_pgu2", "validation_curve", "validation_area", "r2",
-    "log_loss", "precision_at_k", "recall_at_k", "stability", "importance_variance",
+    "log_loss", "precision_at_k", "recall_at_k", "stability", "stability_ci95",
+    "importance_variance",
 }
 #: measured with --quick (and in bench/rankers/REPORT.md at full size): these find x0-x4
 FINDS_FRIEDMAN = ("PG² greedy σ=0.3", "SHAP |φ| per row", "SHAP mean |φ|", "XGBoost gain",
@@ -50,6 +51,8 @@ def test_json_fields_and_figures(friedman_run):
         assert r["validation_area"] == pytest.approx(np.mean(r["validation_curve"]))
         assert r["mean_pgi2"] >= 0 and r["mean_pgu2"] >= 0
         assert -1 <= r["stability"] <= 1 and r["importance_variance"] >= 0
+        lo, hi = r["stability_ci95"]
+        assert lo <= r["stability"] <= hi
         assert 0 <= r["precision_at_k"] <= 1 and np.isfinite(r["r2"]) and r["log_loss"] > 0
     assert min(r["log2_time_ratio"] for r in res["rankers"]) == 0.0
     assert sorted(res["figures"]) == ["rankers_pgi2_time.png", "rankers_stability.png",

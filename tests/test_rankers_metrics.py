@@ -86,6 +86,33 @@ def test_stability_refuses_bad_input(Z, match):
         metrics.stability(Z)
 
 
+def test_interval_of_identical_subsets_is_a_point_at_one():
+    assert metrics.stability_interval(np.tile([1, 1, 0, 0, 0], (5, 1))) == (1.0, 1.0, 1.0)
+
+
+def test_interval_variance_and_coverage_by_simulation():
+    """Draw many (B, d) selection matrices from a known process (each feature selected
+    independently with its own probability): the spread of the stability estimates matches
+    the estimated variance, and the 95 % intervals cover the process's stability ~95 % of
+    the time (the limit of the estimates, approximated by their mean over many draws)."""
+    rng = np.random.default_rng(7)
+    probs = np.array([0.95, 0.9, 0.8, 0.7, 0.5, 0.3, 0.2, 0.1, 0.1, 0.05])
+    reps, B = 1500, 100
+    Zs = rng.random((reps, B, probs.size)) < probs
+    out = np.array([metrics.stability_interval(Z) for Z in Zs])
+    est, lo, hi = out.T
+    truth = est.mean()
+    half = (hi - lo) / 2 / 1.959963984540054
+    assert np.mean(half ** 2) == pytest.approx(est.var(ddof=1), rel=0.15)
+    coverage = np.mean((lo <= truth) & (truth <= hi))
+    assert 0.925 <= coverage <= 0.975
+
+
+def test_interval_refuses_a_bad_level():
+    with pytest.raises(ValueError, match="^level:"):
+        metrics.stability_interval([[1, 0], [0, 1]], level=1.5)
+
+
 # ------------------------------------------------------------------------- ground-truth scores
 def test_r2_and_log_loss_match_scikit_learn():
     from sklearn.metrics import log_loss, r2_score

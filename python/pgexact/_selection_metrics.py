@@ -12,7 +12,8 @@ import numpy as np
 
 __all__ = [
     "curve_area", "holdout_scorer", "importance_log_loss", "importance_r2", "importance_variance",
-    "normalize_importances", "stability", "top_k_mask", "top_k_precision_recall",
+    "normalize_importances", "stability", "stability_interval", "top_k_mask",
+    "top_k_precision_recall",
     "validation_curve",
 ]
 
@@ -199,6 +200,28 @@ def top_k_precision_recall(scores: Any, relevant: Any, k: int) -> Tuple[float, f
     return hits / k, hits / int(mask.sum())
 
 
+def _selections(Z: Any) -> Tuple[np.ndarray, np.ndarray, float, float]:
+    """Z as float (B, d), the selection frequencies p_f, k̄ and ``(k̄/d)(1 - k̄/d)``."""
+    A = np.asarray(Z)
+    if A.ndim != 2:
+        raise ValueError(f"Z: expected a (B, d) 0/1 matrix, one row per resample, got shape "
+                         f"{A.shape}")
+    B, d = A.shape
+    if B < 2:
+        raise ValueError(f"Z: needs at least 2 rows (resamples), got {B}")
+    if d < 1:
+        raise ValueError("Z: has no feature columns")
+    if A.dtype != bool and not np.all((A == 0) | (A == 1)):
+        raise ValueError("Z: entries must be 0 or 1 (selected or not)")
+    A = A.astype(np.float64)
+    k_bar = float(A.sum(axis=1).mean())
+    denom = (k_bar / d) * (1.0 - k_bar / d)
+    if denom <= 0:
+        raise ValueError("Z: every row selects no feature or every feature; stability is "
+                         "undefined (select between 1 and d-1 features)")
+    return A, A.mean(axis=0), k_bar, denom
+
+
 def stability(Z: Any) -> float:
     """Nogueira, Sechidis and Brown's (2018) stability of feature selection over resamples.
 
@@ -223,26 +246,46 @@ def stability(Z: Any) -> float:
     S. Nogueira, K. Sechidis, G. Brown. On the stability of feature selection algorithms.
     JMLR 18(174):1-54, 2018.
     """
-    A = np.asarray(Z)
-    if A.ndim != 2:
-        raise ValueError(f"Z: expected a (B, d) 0/1 matrix, one row per resample, got shape "
-                         f"{A.shape}")
-    B, d = A.shape
-    if B < 2:
-        raise ValueError(f"Z: needs at least 2 rows (resamples), got {B}")
-    if d < 1:
-        raise ValueError("Z: has no feature columns")
-    if A.dtype != bool and not np.all((A == 0) | (A == 1)):
-        raise ValueError("Z: entries must be 0 or 1 (selected or not)")
-    A = A.astype(np.float64)
-    p = A.mean(axis=0)
-    k_bar = float(A.sum(axis=1).mean())
-    denom = (k_bar / d) * (1.0 - k_bar / d)
-    if denom <= 0:
-        raise ValueError("Z: every row selects no feature or every feature; stability is "
-                         "undefined (select between 1 and d-1 features)")
+    A, p, _, denom = _selections(Z)
+    B = A.shape[0]
     s2 = B / (B - 1) * p * (1.0 - p)
     return float(1.0 - float(s2.mean()) / denom)
+
+
+def stability_interval(Z: Any, level: float = 0.95) -> Tuple[float, float, float]:
+    """:func:`stability` with its asymptotic normal confidence interval (Nogueira et al. 2018).
+
+    The variance is the paper's estimate ``(4/B²) Σ_b (φ_b - φ̄)²`` with, for resample b
+    selecting ``k_b`` features,
+    ``φ_b = [ (1/d) Σ_f Z_bf p_f - k_b k̄/d² + (Φ/2)(2 k_b k̄/d² - k_b/d - k̄/d + 1) ] / ((k̄/d)(1 - k̄/d))``;
+    the interval is ``Φ ± z sqrt(variance)``. It is asymptotic: with few resamples (B < 30)
+    read it as a rough guide. All resamples selecting the same subset give a zero-width
+    interval at 1.
+
+    Parameters
+    ----------
+    Z : array_like of 0/1, shape (B, d)
+        As in :func:`stability`.
+    level : float, default 0.95
+        Coverage of the two-sided interval, in (0, 1).
+
+    Returns
+    -------
+    (stability, lower, upper) : tuple of float
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level: must be between 0 and 1 (exclusive), got {level!r}")
+    from statistics import NormalDist
+
+    A, p, k_bar, denom = _selections(Z)
+    B, d = A.shape
+    phi_hat = stability(A)
+    k = A.sum(axis=1)
+    phi = ((A @ p) / d - k * k_bar / d ** 2
+           + phi_hat / 2 * (2 * k * k_bar / d ** 2 - k / d - k_bar / d + 1)) / denom
+    variance = 4.0 / B ** 2 * float(np.sum((phi - phi.mean()) ** 2))
+    half = NormalDist().inv_cdf(0.5 + level / 2) * variance ** 0.5
+    return phi_hat, phi_hat - half, phi_hat + half
 
 
 def importance_variance(importances: Any) -> float:

@@ -21,10 +21,11 @@ from __future__ import annotations
 from ._comparison import compare, shap_ranking, shap_values
 from ._ranking_stats import conciseness, global_scores, nmae, rank_counts
 from ._selection_metrics import (curve_area, holdout_scorer, importance_log_loss, importance_r2,
-                                 importance_variance, normalize_importances, stability, top_k_mask,
-                                 top_k_precision_recall, validation_curve)
+                                 importance_variance, normalize_importances, stability,
+                                 stability_interval, top_k_mask, top_k_precision_recall,
+                                 validation_curve)
 
 __all__ = ["nmae", "shap_ranking", "shap_values", "global_scores", "conciseness", "compare",
-           "rank_counts", "stability", "importance_r2", "importance_log_loss",
-           "importance_variance", "normalize_importances", "top_k_mask", "top_k_precision_recall",
-           "validation_curve", "holdout_scorer", "curve_area"]
+           "rank_counts", "stability", "stability_interval", "importance_r2",
+           "importance_log_loss", "importance_variance", "normalize_importances", "top_k_mask",
+           "top_k_precision_recall", "validation_curve", "holdout_scorer", "curve_area"]

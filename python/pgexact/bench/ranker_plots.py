@@ -19,11 +19,16 @@ def _title(res: Json) -> str:
 
 
 def _bars(ax: Any, names: List[str], values: List[Optional[float]], label: str,
-          better: str) -> None:
-    """Horizontal bars; a metric a ranker has no value for is drawn as 'n/a'."""
+          better: str, intervals: Optional[List[Optional[List[float]]]] = None) -> None:
+    """Horizontal bars (with error bars from ``intervals`` where given); a metric a ranker has
+    no value for is drawn as 'n/a'."""
     y = np.arange(len(names))
     vals = [np.nan if v is None else v for v in values]
     ax.barh(y, np.nan_to_num(vals), color="tab:blue", alpha=0.8)
+    for i, ci in enumerate(intervals or []):
+        if ci is not None and not np.isnan(vals[i]):
+            ax.errorbar([vals[i]], [i], xerr=[[vals[i] - ci[0]], [ci[1] - vals[i]]], fmt="none",
+                        ecolor="k", capsize=3, lw=1)
     for i, v in enumerate(vals):
         ax.text(0 if np.isnan(v) else v, i, " n/a" if np.isnan(v) else f" {v:.3g}",
                 va="center", fontsize=7)
@@ -61,8 +66,9 @@ def plot_stability(res: Json) -> Any:
     names = [r["name"] for r in rk]
     fig, axes = plt.subplots(1, 2, figsize=(11, 0.45 * len(rk) + 1.8), sharey=True)
     k, B = res["settings"]["top_k"], res["settings"]["bootstraps"]
-    _bars(axes[0], names, [r["stability"] for r in rk], f"stability of the top {k} (Nogueira)",
-          "1 = identical sets")
+    _bars(axes[0], names, [r["stability"] for r in rk],
+          f"stability of the top {k} (Nogueira), 95 % interval", "1 = identical sets",
+          [r.get("stability_ci95") for r in rk])
     _bars(axes[1], names, [r["importance_variance"] for r in rk],
           "variance of normalised importances, summed", "lower is better")
     fig.suptitle(f"Stability over {B} bootstrap refits: {_title(res)}", fontsize=10)

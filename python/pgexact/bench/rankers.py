@@ -161,10 +161,11 @@ def _bootstrap_importances(args: Args, truth: TruthData, rankers: List[Ranker], 
 
 def _stability_scores(I: np.ndarray, k: int) -> Json:
     """Nogueira's stability of the top-k sets and the summed variance of the importances."""
-    out: Json = dict(stability=None, importance_variance=None)
+    out: Json = dict(stability=None, stability_ci95=None, importance_variance=None)
     if I.shape[0] < 2:
         return out
-    out["stability"] = metrics.stability(metrics.top_k_mask(I, k))
+    phi, lo, hi = metrics.stability_interval(metrics.top_k_mask(I, k))
+    out.update(stability=phi, stability_ci95=[lo, hi])
     if np.all(I.sum(axis=1) > 0):
         out["importance_variance"] = metrics.importance_variance(np.maximum(I, 0.0))
     return out
@@ -260,7 +261,7 @@ def run_rankers(args: Args, truth: Optional[TruthData] = None) -> Json:
         skipped.append("stability: needs --bootstraps 2 or more")
     for r in results:
         r.update(_stability_scores(boot[r["name"]], k) if r["name"] in boot
-                 else dict(stability=None, importance_variance=None))
+                 else dict(stability=None, stability_ci95=None, importance_variance=None))
     return dict(command="rankers", argv=getattr(args, "argv", None), seed=args.seed,
                 data=truth.describe(), model=_model_info(args.library, recipe, model, ens, truth),
                 settings=dict(st, sigma_rank=args.sigma_rank, sigma_eval=sigma_eval, top_k=k,
