@@ -25,16 +25,17 @@ def _bars(ax: Any, names: List[str], values: List[Optional[float]], label: str,
     y = np.arange(len(names))
     vals = [np.nan if v is None else v for v in values]
     ax.barh(y, np.nan_to_num(vals), color="tab:blue", alpha=0.8)
+    label_at = [0.0 if np.isnan(v) else v for v in vals]
     for i, ci in enumerate(intervals or []):
         if ci is not None and not np.isnan(vals[i]):
             ax.errorbar([vals[i]], [i], xerr=[[vals[i] - ci[0]], [ci[1] - vals[i]]], fmt="none",
                         ecolor="k", capsize=3, lw=1)
+            label_at[i] = max(label_at[i], ci[1])  # the value right of its error bar
     for i, v in enumerate(vals):
-        ax.text(0 if np.isnan(v) else v, i, " n/a" if np.isnan(v) else f" {v:.3g}",
-                va="center", fontsize=7)
+        ax.text(label_at[i], i, " n/a" if np.isnan(v) else f" {v:.3g}", va="center", fontsize=7)
     ax.set_yticks(y)
     ax.set_yticklabels(names, fontsize=8)
-    ax.invert_yaxis()
+    ax.set_ylim(len(names) - 0.5, -0.5)  # first ranker on top (idempotent on shared axes)
     ax.set_xlabel(f"{label} ({better})", fontsize=8)
     ax.grid(True, axis="x", alpha=0.3)
 
