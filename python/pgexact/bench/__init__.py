@@ -25,6 +25,11 @@ Subcommands (each prints a readable table and writes ``results.json`` into ``--o
 ``paper``
     All of the above on the wine and California housing data, single-tree and "Bigger" models,
     and ``REPORT.md`` with every table and figure next to the paper authors' own numbers.
+``rankers``
+    Feature rankers (greedy PG², SHAP, the model's own importances, permutation importance, a
+    user's attributions) judged as feature-selection benchmarks judge them — R² / log loss
+    against a known ground truth, top-k precision/recall, stability over bootstrap refits,
+    validation curves, run time — next to their exact PGI² and PGU² (four PNGs).
 
 Data (``--dataset`` diabetes / friedman / wine / housing, or ``--data CSV --target COLUMN``) is
 split 80:20 and standardised with the training statistics; models are XGBoost regressors
@@ -33,7 +38,9 @@ split 80:20 and standardised with the training statistics; models are XGBoost re
 Layout: :mod:`~pgexact.bench.cli` parses the arguments (also ``python -m pgexact.bench``);
 :mod:`~pgexact.bench.data` and :mod:`~pgexact.bench.models` build the data and models; one
 module per subcommand (``accuracy``, ``ranking``, ``conciseness``, ``speed``, ``demo``,
-``paper``) runs it, prints its table and draws its figure; :mod:`~pgexact.bench.report` writes
+``paper``, ``rankers`` with :mod:`~pgexact.bench.truth` (ground-truth datasets),
+:mod:`~pgexact.bench.ranker_models` (models and rankers) and
+:mod:`~pgexact.bench.ranker_plots`) runs it, prints its table and draws its figure; :mod:`~pgexact.bench.report` writes
 REPORT.md with the paper authors' numbers from ``paper_reference.json``
 (:mod:`~pgexact.bench.reference`); :mod:`~pgexact.bench.common` holds the shared helpers.
 Input problems a user can fix raise :class:`~pgexact.bench.common.UsageError`, which

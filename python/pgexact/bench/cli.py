@@ -15,11 +15,17 @@ from .data import DATASETS
 from .demo import cmd_demo
 from .models import GRID, RECIPES
 from .paper import cmd_paper
+from .ranker_models import LIBRARIES
+from .rankers import QUICK, cmd_rankers
 from .ranking import cmd_ranking
+from .truth import TRUTH_DATASETS
 from .speed import cmd_speed
 
 __all__ = ["build_parser", "main", "n_jobs_arg", "positive_float", "positive_int"]
 
+#: --data-dir's help, the same for every subcommand that reads the paper's datasets
+DATA_DIR_HELP = ("directory with winequality_red.csv and california_housing.csv (default: "
+                 "../shared/datasets next to the repository)")
 #: what ``ArgumentParser.add_subparsers`` returns (its class is private in argparse)
 Subparsers = Any
 
@@ -78,8 +84,7 @@ def _data_options() -> argparse.ArgumentParser:
                        help=f"{', '.join(DATASETS)} (default: diabetes); wine and housing are read "
                             "from --data-dir")
     group.add_argument("--data-dir", default=None, metavar="DIR",
-                       help="directory with winequality_red.csv and california_housing.csv "
-                            "(default: ../shared/datasets next to the repository)")
+                       help=DATA_DIR_HELP)
     group.add_argument("--data", default=None, metavar="CSV",
                        help="your own CSV (separator sniffed) instead of --dataset; needs --target")
     group.add_argument("--target", default=None, metavar="COLUMN", help="target column of --data")
@@ -211,8 +216,7 @@ def _add_paper(sub: Subparsers, common: argparse.ArgumentParser,
                     "defaults and --n-jobs 1 it takes about 5-8 minutes on a busy 2-core machine.",
     )
     p.add_argument("--data-dir", default=None, metavar="DIR",
-                   help="directory with winequality_red.csv and california_housing.csv "
-                        "(default: ../shared/datasets next to the repository)")
+                   help=DATA_DIR_HELP)
     p.add_argument("--grid-search", action="store_true",
                    help="choose eta and subsample by 5-fold CV (see accuracy --help)")
     p.add_argument("--samples", type=positive_int, default=1000, metavar="N",
@@ -236,6 +240,64 @@ def _add_paper(sub: Subparsers, common: argparse.ArgumentParser,
     p.set_defaults(func=cmd_paper)
 
 
+def _add_rankers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
+    """The ``rankers`` subcommand."""
+    p = sub.add_parser(
+        "rankers", parents=[common],
+        help="feature rankers vs ground truth, stability, validation curves, cost and exact PGI2",
+        description="Compare feature rankers (greedy PG2, SHAP per row and mean |phi|, the "
+                    "model's own importances, permutation importance, optionally yours) on one "
+                    "model family and dataset: R2 and log loss against the ground truth "
+                    "(fseval's definitions), precision/recall in the top k, stability over "
+                    "bootstrap refits (Nogueira et al. 2018), validation curves, exact mean "
+                    "PGI2/PGU2, and run time per row. Writes results.json, X_test.npy and four "
+                    "PNGs into --out.",
+    )
+    g = p.add_argument_group("data")
+    g.add_argument("--dataset", default=None, metavar="NAME",
+                   help=f"with ground truth: {', '.join(TRUTH_DATASETS)} (default: friedman1); "
+                        f"(friedman is the same); without: "
+                        f"{', '.join(n for n in DATASETS if n != 'friedman')} (wine and housing "
+                        "from --data-dir)")
+    g.add_argument("--data-dir", default=None, metavar="DIR",
+                   help=DATA_DIR_HELP)
+    g.add_argument("--data", default=None, metavar="CSV",
+                   help="your own CSV (regression, no ground truth) instead of --dataset; "
+                        "needs --target")
+    g.add_argument("--target", default=None, metavar="COLUMN", help="target column of --data")
+    g.add_argument("--n-samples", type=positive_int, default=None, metavar="N",
+                   help=f"rows generated for a ground-truth dataset (default: 2000; --quick: "
+                        f"{QUICK['n_samples']})")
+    g.add_argument("--features", type=positive_int, default=10, metavar="D",
+                   help="features of a ground-truth dataset (default: %(default)s)")
+    g = p.add_argument_group("model and rankers")
+    g.add_argument("--library", choices=LIBRARIES, default="xgboost",
+                   help="model family: 40 trees of depth 4, learning rate 0.3, regressor or "
+                        "binary classifier by the data (default: %(default)s)")
+    g.add_argument("--sigma-rank", type=positive_float, default=0.3, metavar="S",
+                   help="noise level of the greedy PG2 ranking (default: %(default)s)")
+    g.add_argument("--sigma-eval", type=positive_float, default=None, metavar="S",
+                   help="noise level of the exact PGI2/PGU2 (default: --sigma-rank)")
+    g.add_argument("--attributions", default=None, metavar="FILE.npy",
+                   help="your attributions: shape (d,) global, or (n_test, d) per row in the "
+                        "order of the test split (written by a previous run as X_test.npy)")
+    g.add_argument("--permutation-repeats", type=positive_int, default=None, metavar="N",
+                   help=f"shuffles per feature of permutation importance (default: 5; --quick: "
+                        f"{QUICK['permutation_repeats']})")
+    g = p.add_argument_group("evaluation")
+    g.add_argument("--rows", type=positive_int, default=None, metavar="N",
+                   help=f"test rows explained (default: 200; --quick: {QUICK['rows']})")
+    g.add_argument("--bootstraps", type=int, default=None, metavar="B",
+                   help=f"bootstrap refits for stability, 0 to skip (default: 10; --quick: "
+                        f"{QUICK['bootstraps']})")
+    g.add_argument("--top-k", type=positive_int, default=None, metavar="K",
+                   help="size of the selected set for precision/recall and stability (default: "
+                        "the number of relevant features; without ground truth min(5, d-1))")
+    g.add_argument("--quick", action="store_true",
+                   help="tiny settings (a few seconds): 10 trees and the --quick defaults above")
+    p.set_defaults(func=cmd_rankers)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser: one sub-parser per subcommand, shared option groups as parents."""
     common = _common_options()
@@ -250,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_experiments(sub, common, data, model)
     _add_speed(sub, common, data, speed)
     _add_paper(sub, common, speed)
+    _add_rankers(sub, common)
     return parser
 
 

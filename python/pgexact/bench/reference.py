@@ -2,9 +2,10 @@
 
 Source: https://github.com/rapicki/prediction-gap at commit 31af1fc (the code and raw results
 behind Gajewski, Karczmarz, Rapicki, Sankowski, "Accurate Estimation of Feature Importance
-Faithfulness for Tree Models", AAAI 2025, arXiv:2404.03426).  The published Tables 1-9 and
-Figures 3-6 themselves could not be read here; these numbers are what the authors' committed
-raw files give, summarised by us:
+Faithfulness for Tree Models", AAAI 2025, arXiv:2404.03426).  These are not the published
+Tables 1-9 (bench/paper/REPORT.md's hand-written reading compares those with ours); they are
+what the authors' committed raw files give, summarised by us, and add what the tables do not
+give (exact timings, negative exact values, per-row PGI² ratios):
 
 ``accuracy``  from ``results/<model>/precision_comparision_std_<s>_iterations_<k>.npy`` (about
     20,000 random (row, S) pairs each; columns MC, exact, QMC, |S|, t_MC, t_exact, t_QMC):
