@@ -17,6 +17,7 @@ EXTRAS = {
     "scipy": ("scipy", "all"),
     "xgboost": ("xgboost", "xgboost"),
     "lightgbm": ("lightgbm", "lightgbm"),
+    "catboost": ("catboost", "catboost"),
     "sklearn": ("scikit-learn", "sklearn"),
     "dask": ("dask", "dask"),
     "distributed": ("distributed", "dask"),

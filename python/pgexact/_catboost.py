@@ -1,0 +1,152 @@
+"""CatBoost adapter: CatBoost / CatBoostRegressor / CatBoostClassifier (/ CatBoostRanker) objects
+and saved models (JSON, and the binary ``.cbm`` through CatBoost's own export).
+
+The model is exported by CatBoost itself (``save_model(..., format="json")``) and parsed in C++;
+Python only picks the output column. ``f`` is CatBoost's ``predict(prediction_type=
+"RawFormulaVal")``: the regression value, the log-odds of a binary classifier, the raw score of
+class k of a multi-class one, ``scale`` and ``bias`` included. CatBoost's predict uses every
+tree the model holds (``ntree_end=0``); a model trained with ``use_best_model`` (the default
+with an ``eval_set``) was already cut at its best iteration by CatBoost, so pgexact uses the
+same trees.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from . import _kernels
+from ._optional import require
+from ._target import Target, n_threads, select_output
+from ._validation import as_output
+from .ensemble import TreeEnsemble
+
+__all__ = ["catboost_ensemble", "catboost_target", "from_catboost", "from_cbm_file", "is_catboost",
+           "load_cbm", "looks_like_catboost_json", "looks_like_cbm"]
+
+# CatBoost writes its JSON keys sorted; a model starts with one of its top-level keys.
+_JSON_HEAD = re.compile(rb'\A\s*\{\s*"(ctr_data|features_info|model_info|oblivious_trees|'
+                        rb'scale_and_bias|trees)"\s*:')
+
+
+def is_catboost(model: Any) -> bool:
+    """A CatBoost model object (fitted or not)."""
+    module = type(model).__module__ or ""
+    return module.startswith("catboost") and hasattr(model, "save_model") and hasattr(model, "predict")
+
+
+def looks_like_catboost_json(raw: bytes) -> bool:
+    """CatBoost's JSON model format (an XGBoost JSON model starts with other keys)."""
+    return _JSON_HEAD.match(raw[:4096]) is not None
+
+
+def looks_like_cbm(raw: bytes) -> bool:
+    """CatBoost's binary model format starts with the magic ``CBM1``."""
+    return raw[:4] == b"CBM1"
+
+
+def _feature_names(names: List[str]) -> Optional[List[str]]:
+    """The model's names, or None for a model trained without names: CatBoost records "" then
+    (and its objects report "0", "1", ... for them)."""
+    if not names or any(n == "" for n in names) or names == [str(j) for j in range(len(names))]:
+        return None
+    return list(names)
+
+
+def catboost_ensemble(text: Any, output: Optional[int], source: str) -> TreeEnsemble:
+    """TreeEnsemble of one output of a CatBoost JSON model (str or bytes)."""
+    full, meta = _kernels.parse_catboost_json(text, -1)
+    loss = meta.get("loss_function") or ""
+    what = f"CatBoost model (loss {loss!r})" if loss else "CatBoost model"
+    k = as_output(output, full.n_outputs, what)
+    arena = full.select_output(k) if full.n_outputs > 1 else full
+    return TreeEnsemble(arena, feature_names=_feature_names(list(meta["feature_names"])), output=k,
+                        n_outputs=full.n_outputs, source=source, meta=meta)
+
+
+def _fitted(model: Any) -> Any:
+    fitted = getattr(model, "is_fitted", None)
+    if callable(fitted) and not fitted():
+        raise ValueError(f"model: this {type(model).__name__} is not fitted")
+    return model
+
+
+def _export_json(model: Any) -> bytes:
+    """CatBoost's own JSON export of ``model`` (it writes only to files)."""
+    with tempfile.TemporaryDirectory(prefix="pgexact-catboost-") as tmp:
+        path = os.path.join(tmp, "model.json")
+        try:
+            model.save_model(path, format="json")
+        except Exception as exc:  # CatBoostError: a model CatBoost cannot write as JSON
+            raise ValueError(f"model: CatBoost could not export this {type(model).__name__} as "
+                             f"JSON ({str(exc).strip().splitlines()[-1] if str(exc).strip() else exc})"
+                             ) from None
+        with open(path, "rb") as fh:
+            return fh.read()
+
+
+def _raw(model: Any, X: np.ndarray, threads: int) -> np.ndarray:
+    return np.asarray(model.predict(X, prediction_type="RawFormulaVal", thread_count=threads),
+                      dtype=np.float64)
+
+
+def _check_against_catboost(ens: TreeEnsemble, model: Any) -> None:
+    """Cheap guard: pgexact's output equals CatBoost's raw formula value on a few probe rows."""
+    d = ens.n_features
+    rng = np.random.default_rng(0)
+    probe = np.vstack([np.zeros(d), np.full(d, np.nan), rng.normal(size=(6, d))])
+    ref = select_output(_raw(model, probe, 1), ens.output, "CatBoost predict")
+    ours = ens.predict(probe)
+    # CatBoost multiplies the sum of the leaves by `scale`; pgexact scales each leaf.
+    if not np.allclose(ours, ref, rtol=1e-12, atol=1e-12 * (1.0 + float(np.max(np.abs(ref))))):
+        raise ValueError(
+            "model: pgexact could not reproduce CatBoost's own raw prediction for this model; max "
+            f"difference {float(np.max(np.abs(ours - ref))):.3g}"
+        )
+
+
+def from_catboost(model: Any, output: Optional[int]) -> TreeEnsemble:
+    """The ensemble of a CatBoost object, checked against CatBoost's RawFormulaVal."""
+    raw = _export_json(_fitted(model))
+    ens = catboost_ensemble(raw, output, f"catboost.{type(model).__name__}")
+    _check_against_catboost(ens, model)
+    return ens
+
+
+def load_cbm(path: str) -> Any:
+    """A ``.cbm`` file as a ``catboost.CatBoost`` object (needs catboost)."""
+    catboost = require("catboost", f"reading the CatBoost binary model {os.path.basename(path)!r}")
+    model = catboost.CatBoost()
+    try:
+        model.load_model(path, format="cbm")
+    except Exception as exc:  # CatBoostError: not a model CatBoost can read
+        raise ValueError(f"model: CatBoost could not read {path!r} "
+                         f"({str(exc).strip().splitlines()[-1] if str(exc).strip() else exc})"
+                         ) from None
+    return model
+
+
+def from_cbm_file(path: str, output: Optional[int]) -> TreeEnsemble:
+    """A binary ``.cbm`` model, exported to JSON by CatBoost itself."""
+    raw = _export_json(load_cbm(path))
+    return catboost_ensemble(raw, output, f"CatBoost file {os.path.basename(path)}")
+
+
+def catboost_target(model: Any, output: Optional[int], n_jobs: Optional[int]) -> Target:
+    """Monte Carlo's view of a CatBoost model: ``predict(prediction_type="RawFormulaVal")`` on
+    our threads (every tree, as :func:`from_catboost` uses)."""
+    _fitted(model)
+    threads = n_threads(n_jobs)
+    names = _feature_names([str(n) for n in (getattr(model, "feature_names_", None) or [])])
+
+    def predict(X: np.ndarray) -> np.ndarray:
+        return select_output(_raw(model, X, threads), output, "CatBoost predict")
+
+    # CatBoost reads its input as float32: the perturbed copies can be built in float32
+    n = len(getattr(model, "feature_names_", None) or []) or None
+    return Target(predict, n, names, model, np.float32)
+
