@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import tempfile
 from typing import Any, Dict, List, Optional
 
@@ -25,8 +27,8 @@ from ._target import Target, n_threads, select_output
 from ._validation import as_output
 from .ensemble import TreeEnsemble
 
-__all__ = ["catboost_ensemble", "catboost_target", "from_catboost", "from_cbm_file", "is_catboost",
-           "load_cbm", "looks_like_catboost_json", "looks_like_cbm"]
+__all__ = ["catboost_ensemble", "catboost_target", "catboost_model_file", "cbm_to_json", "from_catboost", "from_cbm_file",
+           "is_catboost", "looks_like_catboost_json", "looks_like_cbm"]
 
 # CatBoost writes its JSON keys sorted; a model starts with one of its top-level keys.
 _JSON_HEAD = re.compile(rb'\A\s*\{\s*"(ctr_data|features_info|model_info|oblivious_trees|'
@@ -117,23 +119,75 @@ def from_catboost(model: Any, output: Optional[int]) -> TreeEnsemble:
     return ens
 
 
-def load_cbm(path: str) -> Any:
-    """A ``.cbm`` file as a ``catboost.CatBoost`` object (needs catboost)."""
-    catboost = require("catboost", f"reading the CatBoost binary model {os.path.basename(path)!r}")
-    model = catboost.CatBoost()
-    try:
-        model.load_model(path, format="cbm")
-    except Exception as exc:  # CatBoostError: not a model CatBoost can read
-        raise ValueError(f"model: CatBoost could not read {path!r} "
-                         f"({str(exc).strip().splitlines()[-1] if str(exc).strip() else exc})"
-                         ) from None
-    return model
+# CatBoost's own reader crashes the process on some corrupted .cbm files, so it runs in a child
+# process: a broken file costs a ValueError, never the user's session.
+_CBM_TO_JSON = ("import sys, catboost\n"
+                "m = catboost.CatBoost()\n"
+                "m.load_model(sys.argv[1], format='cbm')\n"
+                "m.save_model(sys.argv[2], format='json')\n")
+
+
+def cbm_to_json(path: str) -> bytes:
+    """CatBoost's JSON export of the binary model file ``path`` (needs catboost).
+
+    Parameters
+    ----------
+    path : str
+        A ``.cbm`` file written by ``save_model``.
+
+    Returns
+    -------
+    bytes
+        The model as CatBoost's JSON format.
+    """
+    require("catboost", f"reading the CatBoost binary model {os.path.basename(path)!r}")
+    with tempfile.TemporaryDirectory(prefix="pgexact-catboost-") as tmp:
+        out = os.path.join(tmp, "model.json")
+        try:
+            proc = subprocess.run([sys.executable, "-c", _CBM_TO_JSON, os.path.abspath(path), out],
+                                  capture_output=True, text=True, timeout=600, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            raise ValueError(f"model: CatBoost took more than 10 minutes to read {path!r}") from None
+        if proc.returncode != 0 or not os.path.exists(out):
+            if proc.returncode < 0:
+                why = f"CatBoost crashed reading it (signal {-proc.returncode})"
+            else:
+                lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+                why = f"CatBoost could not read it: {lines[-1] if lines else 'no message'}"
+            raise ValueError(f"model: {path!r} is not a readable CatBoost model ({why})")
+        with open(out, "rb") as fh:
+            return fh.read()
 
 
 def from_cbm_file(path: str, output: Optional[int]) -> TreeEnsemble:
     """A binary ``.cbm`` model, exported to JSON by CatBoost itself."""
-    raw = _export_json(load_cbm(path))
-    return catboost_ensemble(raw, output, f"CatBoost file {os.path.basename(path)}")
+    return catboost_ensemble(cbm_to_json(path), output, f"CatBoost file {os.path.basename(path)}")
+
+
+def catboost_model_file(path: str) -> Any:
+    """A saved CatBoost model (``.json`` or ``.cbm``) as a ``catboost.CatBoost`` object.
+
+    The file is checked first (the ``.cbm`` read by CatBoost in a child process, the JSON by
+    pgexact's parser), so CatBoost's own reader only ever sees a model it can read.
+
+    Parameters
+    ----------
+    path : str
+        The model file.
+
+    Returns
+    -------
+    catboost.CatBoost
+        The loaded model, for CatBoost's own predict.
+    """
+    catboost = require("catboost", f"loading the CatBoost model {os.path.basename(path)!r}")
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    fmt = "json" if looks_like_catboost_json(raw) else "cbm"
+    _kernels.parse_catboost_json(raw if fmt == "json" else cbm_to_json(path), -1)
+    model = catboost.CatBoost()
+    model.load_model(path, format=fmt)
+    return model
 
 
 def catboost_target(model: Any, output: Optional[int], n_jobs: Optional[int]) -> Target:
