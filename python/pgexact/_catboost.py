@@ -12,6 +12,7 @@ same trees.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -111,9 +112,29 @@ def _check_against_catboost(ens: TreeEnsemble, model: Any) -> None:
         )
 
 
+def _unsupported_features(kind: str, columns: List[int], names: List[str], where: str) -> None:
+    """Refuse text / embedding features, naming the first one (``where``: the object or file)."""
+    if columns:
+        j = int(columns[0])
+        name = f"'{names[j]}' (column {j})" if j < len(names) and names[j] else f"column {j}"
+        raise ValueError(f"model: {where}: CatBoost model has {kind} feature {name}; pgexact perturbs "
+                         f"numeric columns only and does not support {kind} features")
+
+
+def _refuse_text_and_embeddings(model: Any) -> None:
+    """CatBoost writes models with text or embedding features only as .cbm: say why we refuse
+    them before its JSON export fails with a message about formats."""
+    names = [str(n) for n in (getattr(model, "feature_names_", None) or [])]
+    for kind in ("text", "embedding"):
+        getter = getattr(model, f"get_{kind}_feature_indices", None)
+        _unsupported_features(kind, list(getter()) if callable(getter) else [], names,
+                              type(model).__name__)
+
+
 def from_catboost(model: Any, output: Optional[int]) -> TreeEnsemble:
     """The ensemble of a CatBoost object, checked against CatBoost's RawFormulaVal."""
-    raw = _export_json(_fitted(model))
+    _refuse_text_and_embeddings(_fitted(model))
+    raw = _export_json(model)
     ens = catboost_ensemble(raw, output, f"catboost.{type(model).__name__}")
     _check_against_catboost(ens, model)
     return ens
@@ -121,10 +142,19 @@ def from_catboost(model: Any, output: Optional[int]) -> TreeEnsemble:
 
 # CatBoost's own reader crashes the process on some corrupted .cbm files, so it runs in a child
 # process: a broken file costs a ValueError, never the user's session.
-_CBM_TO_JSON = ("import sys, catboost\n"
-                "m = catboost.CatBoost()\n"
-                "m.load_model(sys.argv[1], format='cbm')\n"
-                "m.save_model(sys.argv[2], format='json')\n")
+_CBM_TO_JSON = """
+import json, sys, catboost
+m = catboost.CatBoost()
+m.load_model(sys.argv[1], format="cbm")
+unsupported = {k: list(getattr(m, "get_%s_feature_indices" % k)()) for k in ("text", "embedding")}
+if any(unsupported.values()):
+    print(json.dumps([unsupported, [str(n) for n in (m.feature_names_ or [])]]))
+    sys.exit(3)
+m.save_model(sys.argv[2], format="json")
+"""
+# exit status of the child for a model with text / embedding features (CatBoost cannot write it
+# as JSON); it prints the feature indices and names
+_UNSUPPORTED = 3
 
 
 def cbm_to_json(path: str) -> bytes:
@@ -148,6 +178,10 @@ def cbm_to_json(path: str) -> bytes:
                                   capture_output=True, text=True, timeout=600, cwd=tmp)
         except subprocess.TimeoutExpired:
             raise ValueError(f"model: CatBoost took more than 10 minutes to read {path!r}") from None
+        if proc.returncode == _UNSUPPORTED:
+            unsupported, names = json.loads(proc.stdout.strip().splitlines()[-1])
+            for kind in ("text", "embedding"):
+                _unsupported_features(kind, unsupported[kind], names, f"file {path!r}")
         if proc.returncode != 0 or not os.path.exists(out):
             if proc.returncode < 0:
                 why = f"CatBoost crashed reading it (signal {-proc.returncode})"
