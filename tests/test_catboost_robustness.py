@@ -244,7 +244,7 @@ def _mutants(rng, raw, n):
 
 def _drive(seed_dir, n_per_file, seed):
     sys.path.insert(0, HERE)
-    from _mutation_driver import check_ensemble
+    from _mutation_driver import load_model
 
     rng = random.Random(seed)
     tally = {"loaded": 0, "refused": 0, "failed": 0}
@@ -257,13 +257,7 @@ def _drive(seed_dir, n_per_file, seed):
             with open(path, "wb") as fh:
                 fh.write(m)
             try:
-                try:
-                    ens = pgexact.load(path)
-                except ValueError as exc:
-                    if "outputs" not in str(exc):
-                        raise
-                    ens = pgexact.load(path, output=0)
-                check_ensemble(ens)
+                load_model(path)  # loads (output 0 of a multi-output model), predicts, pickles
                 tally["loaded"] += 1
             except ValueError:
                 tally["refused"] += 1
