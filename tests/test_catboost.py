@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
+import tempfile
 
 import numpy as np
 import pytest
 
 catboost = pytest.importorskip("catboost")
 pd = pytest.importorskip("pandas")
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 import pgexact  # noqa: E402
 from pgexact import mc  # noqa: E402
@@ -86,9 +91,6 @@ class Case:
 
 
 def _json_bytes(model):
-    import os
-    import tempfile
-
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "m.json")
         model.save_model(path, format="json")
@@ -458,3 +460,76 @@ def test_cli_model_file_accepts_catboost(tmp_path):
                          "--samples", "10", "--out", str(out), "--quiet", "--n-jobs", "1"]) == 0
         res = json.loads((out / "results.json").read_text())
         assert res["data"]["feature_names"] == names[::-1]
+
+
+# ------------------------------------------------------------------------------ any model CatBoost reads
+F32 = st.floats(-3, 3, width=32, allow_nan=False)
+VALUE = st.floats(-10, 10)
+
+
+@st.composite
+def catboost_documents(draw):
+    """A CatBoost JSON model: 1-3 float features (increasing float32 borders, any
+    nan_value_treatment and has_nans), 1-4 oblivious or non-symmetric trees of depth <= 3,
+    1-3 outputs, any scale and bias."""
+    floats, pool = [], []
+    for k in range(draw(st.integers(1, 3))):
+        borders = sorted(set(draw(st.lists(F32, max_size=4))))
+        floats.append(dict(borders=borders, feature_id="", feature_index=k, flat_feature_index=k,
+                           has_nans=draw(st.booleans()),
+                           nan_value_treatment=draw(st.sampled_from(["AsIs", "AsFalse", "AsTrue"]))))
+        pool += [(k, b) for b in borders]
+    dim = draw(st.integers(1, 3))
+
+    def split(k, b):
+        return dict(border=b, float_feature_index=k, split_index=pool.index((k, b)), split_type="FloatFeature")
+
+    def nested(depth):
+        if depth == 0 or not pool or draw(st.booleans()):
+            v = draw(st.lists(VALUE, min_size=dim, max_size=dim))
+            return {"value": v if dim > 1 else v[0], "weight": 1}
+        return {"split": split(*draw(st.sampled_from(pool))), "left": nested(depth - 1), "right": nested(depth - 1)}
+
+    def oblivious():
+        depth = draw(st.integers(0, 3)) if pool else 0
+        leaves = draw(st.lists(VALUE, min_size=dim << depth, max_size=dim << depth))
+        return {"leaf_values": leaves, "leaf_weights": [1] * (1 << depth),
+                "splits": [split(*draw(st.sampled_from(pool))) for _ in range(depth)]}
+
+    n_trees = draw(st.integers(1, 4))
+    doc = {"features_info": {"float_features": floats},
+           "scale_and_bias": [draw(st.floats(0.25, 4)), draw(st.lists(VALUE, min_size=dim, max_size=dim))]}
+    if draw(st.booleans()):
+        doc["trees"] = [nested(3) for _ in range(n_trees)]
+    else:
+        doc["oblivious_trees"] = [oblivious() for _ in range(n_trees)]
+    return doc
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(doc=catboost_documents(), seed=st.integers(0, 2**32 - 1))
+def test_any_model_reads_as_catboost_reads_it(doc, seed):
+    """CatBoost's own JSON reader and predict are the oracle for random models: NaN under every
+    (nan_value_treatment, has_nans), values at each border and one float32 ulp either side."""
+    floats = doc["features_info"]["float_features"]
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(40, len(floats))) * 2
+    X[rng.random(X.shape) < 0.2] = np.nan
+    for k, f in enumerate(floats):
+        for j, b in enumerate(f["borders"]):
+            b32 = np.float32(b)
+            X[(3 * j) % 40:(3 * j) % 40 + 3, k] = [b, np.nextafter(b32, np.float32(-np.inf)),
+                                                    np.nextafter(b32, np.float32(np.inf))]
+    dim = len(doc["scale_and_bias"][1])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.json")
+        with open(path, "w") as fh:
+            json.dump(doc, fh)
+        model = catboost.CatBoost()
+        model.load_model(path, format="json")
+        ref = np.asarray(model.predict(X, prediction_type="RawFormulaVal", thread_count=1)).reshape(len(X), -1)
+        assert ref.shape[1] == dim
+        for k in range(dim):
+            got = pgexact.load(path, output=k if dim > 1 else None).predict(X)
+            # CatBoost multiplies the sum of the leaves by scale, pgexact each leaf
+            np.testing.assert_allclose(got, ref[:, k], rtol=1e-12, atol=1e-12)

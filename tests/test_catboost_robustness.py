@@ -24,8 +24,9 @@ from pgexact import _core
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _split(f, border):
-    return {"border": border, "float_feature_index": f, "split_index": 0, "split_type": "FloatFeature"}
+def _split(f, border, index):
+    """A float split; ``index`` is CatBoost's split_index, the border's number across features."""
+    return {"border": border, "float_feature_index": f, "split_index": index, "split_type": "FloatFeature"}
 
 
 def _float(index, borders, treatment="AsIs", name=""):
@@ -38,7 +39,7 @@ def _doc():
     return {
         "features_info": {"float_features": [_float(0, [-1.0, 0.5]), _float(1, [0.0], "AsTrue")]},
         "oblivious_trees": [{"leaf_values": [1.0, 2.0, 3.0, 4.0], "leaf_weights": [1, 1, 1, 1],
-                             "splits": [_split(0, 0.5), _split(1, 0.0)]}],
+                             "splits": [_split(0, 0.5, 1), _split(1, 0.0, 2)]}],
         "scale_and_bias": [2.0, [0.5]],
     }
 
@@ -93,19 +94,27 @@ HOSTILE = [
     ("leaf_count", _set(T0 + ["leaf_values"], [1.0, 2.0, 3.0]), r"leaf_values has 3 entries, expected 4"),
     ("leaf_inf", _set(T0 + ["leaf_values"], [1.0, float("inf"), 3.0, 4.0]), r"leaf value is not finite"),
     ("leaf_string", _set(T0 + ["leaf_values"], ["a", 2.0, 3.0, 4.0]), r"leaf_values is not a numeric array"),
-    ("feature_out_of_range", _set(S0 + ["float_feature_index"], 2), r"float_feature_index is not an integer in range"),
-    ("feature_negative", _set(S0 + ["float_feature_index"], -1), r"float_feature_index is not an integer in range"),
-    ("feature_fraction", _set(S0 + ["float_feature_index"], 0.5), r"float_feature_index is not an integer in range"),
-    ("border_not_listed", _set(S0 + ["border"], 0.25), r"not among float feature 0's borders"),
-    ("border_inf", _set(S0 + ["border"], float("inf")), r"not among"),
-    ("border_string", _set(S0 + ["border"], "0.5"), r"border is not a number"),
+    ("feature_out_of_range", _set(S0 + ["float_feature_index"], 2),
+     r"split_index 1 is float feature 0's border 0.5, but the split names float feature 2, border 0.5"),
+    ("feature_negative", _set(S0 + ["float_feature_index"], -1), r"names float feature -1"),
+    ("feature_fraction", _set(S0 + ["float_feature_index"], 0.5), r"names float feature 0.5"),
+    ("feature_other", _set(S0 + ["float_feature_index"], 1), r"names float feature 1, border 0.5"),
+    ("border_not_the_indexed_one", _set(S0 + ["border"], -1.0), r"names float feature 0, border -1 "),
+    ("border_not_listed", _set(S0 + ["border"], 0.25), r"names float feature 0, border 0.25"),
+    ("border_inf", _set(S0 + ["border"], float("inf")), r"border inf"),
+    ("border_string", _set(S0 + ["border"], "0.5"), r"border \?"),
+    ("split_index_out_of_range", _set(S0 + ["split_index"], 3), r"split_index is not an integer in range"),
+    ("split_index_negative", _set(S0 + ["split_index"], -1), r"split_index is not an integer in range"),
+    ("split_index_missing", _set(S0 + ["split_index"], _DELETE), r"missing field"),
+    ("has_nans_type", _set(FF + [1, "has_nans"], 1), r"has_nans is not true or false"),
+    ("nan_treatment_missing", _set(FF + [1, "nan_value_treatment"], _DELETE), r"missing field"),
     ("borders_unsorted", _set(FF + [0, "borders"], [0.5, -1.0]), r"borders that are not increasing"),
     ("borders_repeated", _set(FF + [0, "borders"], [0.5, 0.5]), r"borders that are not increasing"),
     ("borders_float32_overflow", _set(FF + [0, "borders"], [-1.0, 0.5, 3.5e38]), r"not a finite float32"),
     ("nan_treatment", _set(FF + [1, "nan_value_treatment"], "AsMaybe"), r"unknown nan_value_treatment 'AsMaybe'"),
     ("nan_treatment_type", _set(FF + [1, "nan_value_treatment"], 3), r"nan_value_treatment is not a string"),
-    ("feature_index_twice", _set(FF + [1, "feature_index"], 0), r"feature_index 0 is listed twice"),
-    ("flat_index_twice", _set(FF + [1, "flat_feature_index"], 0), r"flat_feature_index 0 is used twice"),
+    ("feature_index_twice", _set(FF + [1, "feature_index"], 0), r"feature_index is not its position 1"),
+    ("flat_index_twice", _set(FF + [1, "flat_feature_index"], 0), r"flat_feature_index is not increasing"),
     ("flat_index_huge", _set(FF + [1, "flat_feature_index"], 1 << 20), r"flat_feature_index is not an integer"),
     ("name_type", _set(FF + [0, "feature_id"], 7), r"feature_id is not a string"),
     ("split_type", _set(S0 + ["split_type"], "Magic"), r"split type 'Magic'"),
@@ -150,13 +159,13 @@ def test_duplicate_feature_names_and_bad_utf8():
 
 def test_depth_limits():
     doc = _doc()
-    doc["oblivious_trees"][0]["splits"] = [_split(0, 0.5)] * 30
+    doc["oblivious_trees"][0]["splits"] = [_split(0, 0.5, 1)] * 30
     with pytest.raises(ValueError, match="deeper than 29 levels"):
         _parse(doc)
     # a non-symmetric tree nested past the JSON reader's limit
     node = {"value": 1.0}
     for _ in range(200):
-        node = {"split": _split(0, 0.5), "left": node, "right": {"value": 0.0}}
+        node = {"split": _split(0, 0.5, 1), "left": node, "right": {"value": 0.0}}
     doc = {k: v for k, v in _doc().items() if k != "oblivious_trees"}
     doc["trees"] = [node]
     with pytest.raises(ValueError, match="nesting deeper than 128"):
@@ -165,15 +174,15 @@ def test_depth_limits():
 
 def test_hostile_non_symmetric_trees():
     base = {k: v for k, v in _doc().items() if k != "oblivious_trees"}
-    good = {"split": _split(0, 0.5), "left": {"value": 1.0}, "right": {"value": 2.0}}
+    good = {"split": _split(0, 0.5, 1), "left": {"value": 1.0}, "right": {"value": 2.0}}
     arena, meta = _parse(dict(base, trees=[good]))
     assert meta["tree_kind"] == "non_symmetric"
     np.testing.assert_array_equal(arena.predict(np.array([[0.5, 0.0], [0.6, 0.0]]), 0), [2.5, 4.5])
     for tree, match in [
-        ({"split": _split(0, 0.5), "left": {"value": 1.0}}, "missing field"),
-        ({"split": _split(0, 0.5), "left": {"value": 1.0}, "right": 3}, "not an object"),
-        ({"split": _split(0, 0.5), "left": {"value": [1.0, 2.0]}, "right": {"value": 2.0}}, "leaf value"),
-        ({"split": _split(0, 0.3), "left": {"value": 1.0}, "right": {"value": 2.0}}, "not among"),
+        ({"split": _split(0, 0.5, 1), "left": {"value": 1.0}}, "missing field"),
+        ({"split": _split(0, 0.5, 1), "left": {"value": 1.0}, "right": 3}, "not an object"),
+        ({"split": _split(0, 0.5, 1), "left": {"value": [1.0, 2.0]}, "right": {"value": 2.0}}, "leaf value"),
+        ({"split": _split(0, 0.3, 1), "left": {"value": 1.0}, "right": {"value": 2.0}}, "border 0.3"),
         ({"value": "x"}, "leaf value"),
         ({}, "missing field"),
     ]:

@@ -1,6 +1,7 @@
 #include "pgexact/catboost_parser.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -54,7 +55,8 @@ const std::vector<JsonValue>& objects(const JsonValue& obj, std::string_view key
 struct FloatFeature {
   std::int32_t column = -1;     // flat feature index: the input column
   std::vector<float> borders;   // strictly increasing, finite
-  bool nan_goes_right = false;  // "AsTrue": NaN is read as +inf
+  std::int64_t first_split = 0; // CatBoost's split_index of borders[0]
+  bool nan_goes_right = false;  // "AsTrue" on a feature that has NaNs: NaN is read as +inf
 };
 
 // "'name' (column 3)", or "column 3" for an unnamed feature.
@@ -147,43 +149,47 @@ void refuse_non_float_features(const JsonValue& doc, const JsonValue& features) 
        "train without cat_features");
 }
 
+// CatBoost's reader takes the float features in file order, numbered by position, with
+// increasing input columns (it fails or crashes otherwise); each border is one binary feature,
+// numbered across features in that order (a split's `split_index`).
 std::vector<FloatFeature> read_float_features(const JsonValue& features, CatBoostModelInfo* meta) {
   const auto& list = objects(features, "float_features", "features_info");
   std::vector<FloatFeature> out(list.size());
-  std::vector<std::uint8_t> seen(list.size(), 0);
-  std::int32_t n_columns = 0;
+  std::int64_t n_splits = 0;
   for (std::size_t k = 0; k < list.size(); ++k) {
     const std::string path = "float_features[" + std::to_string(k) + "]";
     const JsonValue& f = list[k];
-    const auto index = static_cast<std::size_t>(index_member(f, "feature_index", path, static_cast<double>(list.size())));
-    if (seen[index]) fail(path + ": feature_index " + std::to_string(index) + " is listed twice");
-    seen[index] = 1;
-    FloatFeature& ff = out[index];
+    if (index_member(f, "feature_index", path, kMaxFeatures) != static_cast<std::int64_t>(k)) {
+      fail(path + ": feature_index is not its position " + std::to_string(k));
+    }
+    FloatFeature& ff = out[k];
     ff.column = static_cast<std::int32_t>(index_member(f, "flat_feature_index", path, kMaxFeatures));
-    n_columns = std::max(n_columns, ff.column + 1);
+    if (k > 0 && ff.column <= out[k - 1].column) fail(path + ": flat_feature_index is not increasing");
     for (double b : numbers(f, "borders", path)) {
       const float b32 = to_float32(b);
       if (!std::isfinite(b32)) fail(path + " has a border that is not a finite float32");
       if (!ff.borders.empty() && !(b32 > ff.borders.back())) fail(path + " has borders that are not increasing");
       ff.borders.push_back(b32);
     }
-    const JsonValue* nan = f.find("nan_value_treatment");
-    const std::string treatment = nan == nullptr ? "AsIs" : string_member(f, "nan_value_treatment", path);
+    ff.first_split = n_splits;
+    n_splits += static_cast<std::int64_t>(ff.borders.size());
+    const std::string& treatment = string_member(f, "nan_value_treatment", path);
     if (treatment != "AsIs" && treatment != "AsFalse" && treatment != "AsTrue") {
       fail(path + " has an unknown nan_value_treatment '" + treatment.substr(0, 40) + "'");
     }
-    ff.nan_goes_right = treatment == "AsTrue";
+    // CatBoost substitutes +inf for NaN only on a feature marked has_nans (absent: false).
+    bool has_nans = false;
+    if (const JsonValue* hn = f.find("has_nans")) {
+      if (hn->type != JsonValue::Type::Bool) fail(path + ".has_nans is not true or false");
+      has_nans = hn->number != 0.0;
+    }
+    ff.nan_goes_right = treatment == "AsTrue" && has_nans;
     const std::string name = f.find("feature_id") != nullptr ? string_member(f, "feature_id", path) : std::string();
     if (!is_valid_utf8(name)) fail(path + ": feature_id is not valid UTF-8");
-    if (meta->feature_names.size() < static_cast<std::size_t>(n_columns)) {
-      meta->feature_names.resize(n_columns);
-      meta->nan_treatment.resize(n_columns);
-    }
-    if (!meta->nan_treatment[ff.column].empty()) {
-      fail(path + ": flat_feature_index " + std::to_string(ff.column) + " is used twice");
-    }
+    meta->feature_names.resize(static_cast<std::size_t>(ff.column) + 1);
+    meta->nan_treatment.resize(static_cast<std::size_t>(ff.column) + 1);
     meta->feature_names[ff.column] = name;
-    meta->nan_treatment[ff.column] = treatment;
+    meta->nan_treatment[ff.column] = ff.nan_goes_right ? "AsTrue" : treatment == "AsTrue" ? "AsIs" : treatment;
   }
   // CatBoost refuses repeated names; columns could not be matched by name with them.
   std::vector<std::string_view> sorted;
@@ -202,20 +208,34 @@ struct Split {
   bool nan_goes_right;
 };
 
+std::string shortest(double v) {
+  char buf[32];
+  const auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, res.ptr);
+}
+
+// CatBoost's reader takes a split from its split_index alone; the split's float_feature_index
+// and border must name the same border, or the file is refused rather than read one way.
 Split read_split(const JsonValue& split, const std::vector<FloatFeature>& floats, const std::string& path) {
   const std::string& type = string_member(split, "split_type", path);
   if (type != "FloatFeature") fail(path + " has split type '" + type.substr(0, 40) + "', which pgexact does not support");
-  const auto f = static_cast<std::size_t>(
-      index_member(split, "float_feature_index", path, static_cast<double>(floats.size())));
+  const std::int64_t n_splits = floats.empty() ? 0 : floats.back().first_split + static_cast<std::int64_t>(floats.back().borders.size());
+  const std::int64_t index = index_member(split, "split_index", path, static_cast<double>(n_splits));
+  const auto owner = std::upper_bound(floats.begin(), floats.end(), index,
+                                      [](std::int64_t i, const FloatFeature& f) { return i < f.first_split; }) - 1;
+  const auto k = static_cast<std::size_t>(owner - floats.begin());
+  const float border = owner->borders[static_cast<std::size_t>(index - owner->first_split)];
+  const JsonValue& f = member(split, "float_feature_index", path);
   const JsonValue& b = member(split, "border", path);
-  if (b.type != JsonValue::Type::Number) fail(path + ".border is not a number");
-  const float b32 = to_float32(b.number);
-  // CatBoost evaluates a split as "the value's bin among the feature's borders is above this
-  // border's": the same as float32(x) > border only for a border that is one of them.
-  if (!std::binary_search(floats[f].borders.begin(), floats[f].borders.end(), b32)) {
-    fail(path + " has a border that is not among float feature " + std::to_string(f) + "'s borders");
+  if (f.type != JsonValue::Type::Number || f.number != static_cast<double>(k) || b.type != JsonValue::Type::Number ||
+      to_float32(b.number) != border) {
+    fail(path + ": split_index " + std::to_string(index) + " is float feature " + std::to_string(k) + "'s border " +
+         shortest(static_cast<double>(border)) + ", but the split names float feature " +
+         (f.type == JsonValue::Type::Number ? shortest(f.number) : "?") + ", border " +
+         (b.type == JsonValue::Type::Number ? shortest(b.number) : "?") +
+         " (CatBoost reads split_index alone)");
   }
-  return {floats[f].column, static_cast<double>(b32), floats[f].nan_goes_right};
+  return {owner->column, static_cast<double>(border), owner->nan_goes_right};
 }
 
 // One tree's structure with `dim` leaf values per node (leaf-major), before it is split into
