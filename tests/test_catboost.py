@@ -269,6 +269,29 @@ def test_every_tree_is_used_like_catboost_predict():
         np.testing.assert_array_equal(ens.predict(Xp), model.predict(Xp, prediction_type="RawFormulaVal"))
 
 
+@pytest.mark.parametrize("kind", ["ranker", "poisson", "multi_rmse"])
+def test_other_losses_and_the_ranker(kind):
+    """f is RawFormulaVal for any loss (log-scale for Poisson); CatBoostRanker's predict takes no
+    prediction_type, so its raw value is read through the base class, by pgexact and by mc."""
+    X, y = make_data()
+    y = np.abs(y)
+    if kind == "ranker":
+        m = catboost.CatBoostRanker(iterations=5, depth=3, **COMMON).fit(X, np.round(y), group_id=np.repeat(np.arange(30), 10))
+    elif kind == "poisson":
+        m = catboost.CatBoostRegressor(iterations=5, depth=3, loss_function="Poisson", **COMMON).fit(X, np.round(y))
+    else:
+        m = catboost.CatBoostRegressor(iterations=5, depth=3, loss_function="MultiRMSE", **COMMON).fit(X, np.c_[y, -y])
+    Xp = probe_rows(build("reg"))
+    ref = np.asarray(catboost.CatBoost.predict(m, Xp, prediction_type="RawFormulaVal")).reshape(len(Xp), -1)
+    output = 1 if kind == "multi_rmse" else None
+    ens = pgexact.load(m, output=output)
+    np.testing.assert_array_equal(ens.predict(Xp), ref[:, output or 0])
+    rows = pg_rows()[:2]
+    exact = pgexact.pg2(ens, rows, [0, 1])
+    est, se = mc.pg2(m, rows, [0, 1], output=output, n_samples=20_000, seed=3, return_se=True, n_jobs=1)
+    assert np.all(np.abs(est - exact) <= 5 * se + 1e-9)
+
+
 # ------------------------------------------------------------------------------ files
 def test_json_and_cbm_files(tmp_path):
     c = build("multi2")

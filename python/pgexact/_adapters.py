@@ -34,7 +34,8 @@ __all__ = ["FAMILIES", "SUPPORTED", "ModelFamily", "load", "predictor"]
 SUPPORTED = (
     "xgboost Booster / XGBRegressor / XGBClassifier / XGBRFRegressor / XGBRFClassifier, "
     "lightgbm Booster / LGBMRegressor / LGBMClassifier, "
-    "catboost CatBoost / CatBoostRegressor / CatBoostClassifier (numeric features), "
+    "catboost CatBoost / CatBoostRegressor / CatBoostClassifier / CatBoostRanker (numeric "
+    "features), "
     "scikit-learn DecisionTree* / ExtraTree* / RandomForest* / ExtraTrees* / GradientBoosting* / "
     "HistGradientBoosting* (regressor or classifier), "
     "a path to an XGBoost .json / .ubj, LightGBM text or CatBoost .json / .cbm model file, or a "

@@ -93,8 +93,11 @@ def _export_json(model: Any) -> bytes:
 
 
 def _raw(model: Any, X: np.ndarray, threads: int) -> np.ndarray:
-    return np.asarray(model.predict(X, prediction_type="RawFormulaVal", thread_count=threads),
-                      dtype=np.float64)
+    """CatBoost's RawFormulaVal: through the base class's predict, since CatBoostRanker's own
+    predict takes no prediction_type (its output is the raw value anyway)."""
+    catboost = require("catboost", "predicting with a CatBoost model")
+    return np.asarray(catboost.CatBoost.predict(model, X, prediction_type="RawFormulaVal",
+                                                thread_count=threads), dtype=np.float64)
 
 
 def _check_against_catboost(ens: TreeEnsemble, model: Any) -> None:
