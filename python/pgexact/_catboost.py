@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 import numpy as np
 
@@ -28,8 +28,9 @@ from ._target import Target, n_threads, select_output
 from ._validation import as_output
 from .ensemble import TreeEnsemble
 
-__all__ = ["catboost_ensemble", "catboost_target", "catboost_model_file", "cbm_to_json", "from_catboost", "from_cbm_file",
-           "is_catboost", "looks_like_catboost_json", "looks_like_cbm"]
+__all__ = ["catboost_ensemble", "catboost_model_file", "catboost_target", "cbm_to_json",
+           "from_catboost", "from_cbm_file", "is_catboost", "looks_like_catboost_json",
+           "looks_like_cbm"]
 
 # CatBoost writes its JSON keys sorted; a model starts with one of its top-level keys.
 _JSON_HEAD = re.compile(rb'\A\s*\{\s*"(ctr_data|features_info|model_info|oblivious_trees|'
