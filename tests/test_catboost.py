@@ -556,3 +556,19 @@ def test_any_model_reads_as_catboost_reads_it(doc, seed):
             got = pgexact.load(path, output=k if dim > 1 else None).predict(X)
             # CatBoost multiplies the sum of the leaves by scale, pgexact each leaf
             np.testing.assert_allclose(got, ref[:, k], rtol=1e-12, atol=1e-12)
+
+
+def test_cli_model_file_without_catboost_says_so(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("xgboost")
+    from pgexact import cli
+
+    X, y = make_data(nan=False, n=100)
+    pd.DataFrame(X, columns=list("abcd")).assign(target=y).to_csv(tmp_path / "data.csv", index=False)
+    model = catboost.CatBoostRegressor(iterations=3, depth=2, **COMMON).fit(X, y)
+    model.save_model(str(tmp_path / "m.json"), format="json")
+    monkeypatch.setitem(sys.modules, "catboost", None)  # import catboost now fails
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["ranking", "--data", str(tmp_path / "data.csv"), "--target", "target", "--model-file",
+                  str(tmp_path / "m.json"), "--out", str(tmp_path / "o")])
+    assert exc.value.code == 2
+    assert "--model-file: catboost is not installed" in capsys.readouterr().err
