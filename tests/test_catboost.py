@@ -572,3 +572,10 @@ def test_cli_model_file_without_catboost_says_so(tmp_path, monkeypatch, capsys):
                   str(tmp_path / "m.json"), "--out", str(tmp_path / "o")])
     assert exc.value.code == 2
     assert "--model-file: catboost is not installed" in capsys.readouterr().err
+
+
+def test_monte_carlo_refuses_categorical_models():
+    df, y = _categorical_frame()
+    m = catboost.CatBoostRegressor(iterations=3, depth=2, cat_features=["colour"], **COMMON).fit(df[["a", "colour"]], y)
+    with pytest.raises(ValueError, match=r"categorical feature 'colour' \(column 1\)"):
+        mc.pg2(m, np.zeros((2, 2)), [0], n_samples=10)

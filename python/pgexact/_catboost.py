@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
@@ -116,8 +116,13 @@ def _check_against_catboost(ens: TreeEnsemble, model: Any) -> None:
         )
 
 
+# CatBoost's getters for the feature kinds pgexact cannot perturb
+_NON_NUMERIC = {"categorical": "get_cat_feature_indices", "text": "get_text_feature_indices",
+                "embedding": "get_embedding_feature_indices"}
+
+
 def _unsupported_features(kind: str, columns: List[int], names: List[str], where: str) -> None:
-    """Refuse text / embedding features, naming the first one (``where``: the object or file)."""
+    """Refuse a non-numeric feature kind, naming the first one (``where``: the object or file)."""
     if columns:
         j = int(columns[0])
         name = f"'{names[j]}' (column {j})" if j < len(names) and names[j] else f"column {j}"
@@ -125,19 +130,21 @@ def _unsupported_features(kind: str, columns: List[int], names: List[str], where
                          f"numeric columns only and does not support {kind} features")
 
 
-def _refuse_text_and_embeddings(model: Any) -> None:
-    """CatBoost writes models with text or embedding features only as .cbm: say why we refuse
-    them before its JSON export fails with a message about formats."""
+def _refuse_non_numeric(model: Any, kinds: Sequence[str]) -> None:
+    """Refuse ``model`` when it has features of ``kinds`` (keys of ``_NON_NUMERIC``)."""
     names = [str(n) for n in (getattr(model, "feature_names_", None) or [])]
-    for kind in ("text", "embedding"):
-        getter = getattr(model, f"get_{kind}_feature_indices", None)
+    for kind in kinds:
+        getter = getattr(model, _NON_NUMERIC[kind], None)
         _unsupported_features(kind, list(getter()) if callable(getter) else [], names,
                               type(model).__name__)
 
 
 def from_catboost(model: Any, output: Optional[int]) -> TreeEnsemble:
     """The ensemble of a CatBoost object, checked against CatBoost's RawFormulaVal."""
-    _refuse_text_and_embeddings(_fitted(model))
+    # CatBoost writes models with text or embedding features only as .cbm: say why they are
+    # refused before its JSON export fails with a message about formats. Categorical features
+    # are refused by the parser, which can say whether their splits are one-hot or CTRs.
+    _refuse_non_numeric(_fitted(model), ("text", "embedding"))
     raw = _export_json(model)
     ens = catboost_ensemble(raw, output, f"catboost.{type(model).__name__}")
     _check_against_catboost(ens, model)
@@ -230,8 +237,9 @@ def catboost_model_file(path: str) -> Any:
 
 def catboost_target(model: Any, output: Optional[int], n_jobs: Optional[int]) -> Target:
     """Monte Carlo's view of a CatBoost model: ``predict(prediction_type="RawFormulaVal")`` on
-    our threads (every tree, as :func:`from_catboost` uses)."""
-    _fitted(model)
+    our threads (every tree, as :func:`from_catboost` uses). Rows are float arrays, so models
+    reading category values, text or embeddings are refused."""
+    _refuse_non_numeric(_fitted(model), tuple(_NON_NUMERIC))
     threads = n_threads(n_jobs)
     names = _feature_names([str(n) for n in (getattr(model, "feature_names_", None) or [])])
 
