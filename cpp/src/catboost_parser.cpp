@@ -43,11 +43,11 @@ const std::vector<double>& numbers(const JsonValue& obj, std::string_view key, c
   return v.numbers;
 }
 
-// An optional array member: empty when absent; anything but an array is malformed.
+// An optional array member: empty when absent or null; anything but an array is malformed.
 const std::vector<JsonValue>& objects(const JsonValue& obj, std::string_view key, const std::string& path) {
   static const std::vector<JsonValue> kNone;
   const JsonValue* v = obj.find(key);
-  if (v == nullptr) return kNone;
+  if (v == nullptr || v->type == JsonValue::Type::Null) return kNone;
   if (!v->is_array() || !v->numbers.empty()) fail(path + "." + std::string(key) + " is not an array of objects");
   return v->items;
 }
