@@ -9,6 +9,7 @@ namespace pgexact::bindings {
 void register_arena(py::module_& m);
 void register_xgboost(py::module_& m);
 void register_lightgbm(py::module_& m);
+void register_catboost(py::module_& m);
 void register_arrays(py::module_& m);
 void register_kernels(py::module_& m);
 }  // namespace pgexact::bindings
@@ -20,6 +21,7 @@ PYBIND11_MODULE(_core, m) {
   pgexact::bindings::register_arena(m);
   pgexact::bindings::register_xgboost(m);
   pgexact::bindings::register_lightgbm(m);
+  pgexact::bindings::register_catboost(m);
   pgexact::bindings::register_arrays(m);
   pgexact::bindings::register_kernels(m);
 #ifdef PGEXACT_OPENMP

@@ -6,13 +6,13 @@ Every supported library is one :class:`ModelFamily` in :data:`FAMILIES`, which k
   (``exports``);
 * how to export a model for the exact kernels (``export`` -> :class:`TreeEnsemble`): each
   extracts what the library itself serialises (XGBoost JSON bytes, LightGBM model text,
-  scikit-learn's tree arrays) and hands it to the C++ parser; the Python side only decides
+  scikit-learn's tree arrays, CatBoost's JSON export) and hands it to the C++ parser; the Python side only decides
   which trees and which output to use;
 * how to call the library's own batched predict for Monte Carlo (``predictor`` ->
   :class:`~pgexact._target.Target`).
 
 :func:`load` and :func:`predictor` are the two ways in; paths and :class:`TreeEnsemble`
-objects are handled here, the libraries in ``_xgboost``, ``_lightgbm`` and ``_sklearn``.
+objects are handled here, the libraries in ``_xgboost``, ``_lightgbm``, ``_catboost`` and ``_sklearn``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 
-from . import _kernels, _lightgbm, _sklearn, _xgboost
+from . import _catboost, _kernels, _lightgbm, _sklearn, _xgboost
 from ._pipeline import is_pipeline
 from ._target import Target
 from ._validation import as_output
@@ -34,9 +34,12 @@ __all__ = ["FAMILIES", "SUPPORTED", "ModelFamily", "load", "predictor"]
 SUPPORTED = (
     "xgboost Booster / XGBRegressor / XGBClassifier / XGBRFRegressor / XGBRFClassifier, "
     "lightgbm Booster / LGBMRegressor / LGBMClassifier, "
+    "catboost CatBoost / CatBoostRegressor / CatBoostClassifier / CatBoostRanker (numeric "
+    "features), "
     "scikit-learn DecisionTree* / ExtraTree* / RandomForest* / ExtraTrees* / GradientBoosting* / "
     "HistGradientBoosting* (regressor or classifier), "
-    "a path to an XGBoost .json / .ubj or LightGBM text model file, or a pgexact.TreeEnsemble"
+    "a path to an XGBoost .json / .ubj, LightGBM text or CatBoost .json / .cbm model file, or a "
+    "pgexact.TreeEnsemble"
 )
 
 
@@ -59,6 +62,8 @@ FAMILIES = (
                 _xgboost.xgboost_target),
     ModelFamily("lightgbm", _lightgbm.is_lightgbm, _lightgbm.is_lightgbm,
                 _lightgbm.from_lightgbm, _lightgbm.lightgbm_target),
+    ModelFamily("catboost", _catboost.is_catboost, _catboost.is_catboost,
+                _catboost.from_catboost, _catboost.catboost_target),
     # Monte Carlo can use any scikit-learn estimator's predict; the kernels read only trees.
     ModelFamily("sklearn", _sklearn.is_sklearn, _sklearn.accepts, _sklearn.from_sklearn,
                 _sklearn.sklearn_target),
@@ -95,13 +100,17 @@ def _parse_path(path: str, output: Optional[int]) -> TreeEnsemble:
     head = raw.lstrip()[:1]
     if _lightgbm.looks_like_lightgbm_text(raw):
         return _lightgbm.lightgbm_ensemble(raw, output, -1, f"LightGBM file {os.path.basename(path)}")
+    if _catboost.looks_like_cbm(raw) or path.endswith(".cbm"):
+        return _catboost.from_cbm_file(path, output)
+    if _catboost.looks_like_catboost_json(raw):
+        return _catboost.catboost_ensemble(raw, output, f"CatBoost file {os.path.basename(path)}")
     if head == b"{" or path.endswith((".json", ".ubj")):
         _xgboost.check_written_fields(raw)
         ens, _, _ = _xgboost.xgboost_ensemble(raw, output, -1,
                                               f"XGBoost file {os.path.basename(path)}")
         return ens
     raise ValueError(
-        f"model: {path!r} is not a recognised model file (expected XGBoost .json / .ubj or a LightGBM text model)"
+        f"model: {path!r} is not a recognised model file (expected XGBoost .json / .ubj, a LightGBM text model or CatBoost .json / .cbm)"
     )
 
 
@@ -111,9 +120,9 @@ def load(model: Any, output: Optional[int] = None) -> TreeEnsemble:
     Parameters
     ----------
     model : model object, path or TreeEnsemble
-        An XGBoost, LightGBM or scikit-learn tree model (see :data:`SUPPORTED`), a path to a
-        saved XGBoost ``.json`` / ``.ubj`` or LightGBM text model, or a TreeEnsemble (returned
-        as is).
+        An XGBoost, LightGBM, CatBoost or scikit-learn tree model (see :data:`SUPPORTED`), a
+        path to a saved XGBoost ``.json`` / ``.ubj``, LightGBM text or CatBoost ``.json`` /
+        ``.cbm`` model (``.cbm`` needs catboost installed), or a TreeEnsemble (returned as is).
     output : int, optional
         The output column: binary boosted classifiers default to the margin, forest-style
         scikit-learn classifiers to the probability of class 1; multi-class models require it.
@@ -144,7 +153,7 @@ def load(model: Any, output: Optional[int] = None) -> TreeEnsemble:
             except _kernels.ModelError as exc:
                 raise _named_model_error(exc, f"{type(model).__name__}") from None
     raise TypeError(f"model: unsupported type {type(model).__module__}.{type(model).__name__}; "
-                    "expected xgboost, lightgbm or scikit-learn tree models (DecisionTree*, "
+                    "expected xgboost, lightgbm, catboost or scikit-learn tree models (DecisionTree*, "
                     "RandomForest*, ExtraTrees*, GradientBoosting*, HistGradientBoosting*), a saved "
                     "model file or a pgexact.TreeEnsemble (docs/supported_models.md)")
 

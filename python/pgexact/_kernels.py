@@ -29,6 +29,7 @@ __all__ = [
     "ModelError",
     "PreparedCall",
     "build_arena_from_arrays",
+    "parse_catboost_json",
     "parse_lightgbm_text",
     "parse_xgboost_json",
 ]
@@ -48,6 +49,11 @@ def parse_lightgbm_text(text: Any, n_iterations: int = -1
                         ) -> Tuple["_core.Arena", Dict[str, Any]]:
     """LightGBM model text -> (multi-output arena, metadata); ``-1``: every iteration."""
     return _core.parse_lightgbm_text(text, n_iterations)
+
+
+def parse_catboost_json(text: Any, n_trees: int = -1) -> Tuple["_core.Arena", Dict[str, Any]]:
+    """CatBoost JSON model text -> (multi-output arena, metadata); ``-1``: every tree."""
+    return _core.parse_catboost_json(text, n_trees)
 
 
 def build_arena_from_arrays(trees: Sequence[Dict[str, Any]], base_score: np.ndarray,

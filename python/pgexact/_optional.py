@@ -17,6 +17,7 @@ EXTRAS = {
     "scipy": ("scipy", "all"),
     "xgboost": ("xgboost", "xgboost"),
     "lightgbm": ("lightgbm", "lightgbm"),
+    "catboost": ("catboost", "catboost"),
     "sklearn": ("scikit-learn", "sklearn"),
     "dask": ("dask", "dask"),
     "distributed": ("distributed", "dask"),
@@ -53,7 +54,7 @@ def require(module: str, purpose: str) -> ModuleType:
     except ImportError:
         package = EXTRAS.get(_top(module), (_top(module), None))[0]
         raise ImportError(f"{purpose} needs the {package} package: "
-                          f"{install_hint(module)}") from None
+                          f"{install_hint(module)}", name=_top(module)) from None
 
 
 def optional(module: str) -> Optional[ModuleType]:

@@ -1,8 +1,9 @@
 """What Monte Carlo needs from a model: a batched raw predict and its input layout.
 
 Each model family in :mod:`pgexact._adapters` builds a :class:`Target` from the library's own
-batched predict (XGBoost ``inplace_predict`` margins, LightGBM ``raw_score``, scikit-learn
-``decision_function`` / ``predict`` / ``predict_proba``); the helpers here are shared by them.
+batched predict (XGBoost ``inplace_predict`` margins, LightGBM ``raw_score``, CatBoost
+``RawFormulaVal``, scikit-learn ``decision_function`` / ``predict`` / ``predict_proba``); the
+helpers here are shared by them.
 """
 
 from __future__ import annotations

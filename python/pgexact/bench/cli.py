@@ -108,8 +108,9 @@ def _model_options() -> argparse.ArgumentParser:
                        help="single (1 tree, depth 4) or bigger (40 trees, depth 4), XGBoost, "
                             "trained on the training split (default: %(default)s)")
     group.add_argument("--model-file", default=None, metavar="PATH",
-                       help="a saved XGBoost .json/.ubj or LightGBM .txt model instead of --model; "
-                            "data columns are matched by the feature names stored in the file "
+                       help="a saved XGBoost .json/.ubj, LightGBM .txt or CatBoost .json/.cbm "
+                            "model instead of --model; data columns are matched by the feature "
+                            "names stored in the file "
                             "(by position only when it stores none); no standardisation unless "
                             "--standardise")
     group.add_argument("--grid-search", action="store_true",

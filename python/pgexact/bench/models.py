@@ -9,6 +9,7 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 import pgexact
+from pgexact._catboost import catboost_model_file, looks_like_catboost_json
 from pgexact._columns import lightgbm_name, uses_lightgbm_names
 from pgexact.ensemble import TreeEnsemble
 
@@ -77,13 +78,17 @@ def fit_recipe(args: Args, data: Dataset, kind: str) -> Tuple[Any, Json]:
 
 
 def load_model_file(path: str, d: int) -> Tuple[Any, Json]:
-    """An XGBoost .json/.ubj or LightGBM text model as the library's own object."""
+    """An XGBoost .json/.ubj, LightGBM text or CatBoost .json/.cbm model as the library's own
+    object."""
     if not os.path.isfile(path):
         raise UsageError(f"--model-file: file not found: {path}")
     ext = os.path.splitext(path)[1].lower()
-    model: Any  # an xgboost.Booster or a lightgbm.Booster
+    model: Any  # an xgboost.Booster, a lightgbm.Booster or a catboost.CatBoost
     try:
-        if ext in (".json", ".ubj"):
+        if ext == ".cbm" or (ext == ".json" and _is_catboost_json(path)):
+            model = catboost_model_file(path)
+            lib = "catboost"
+        elif ext in (".json", ".ubj"):
             import xgboost as xgb
 
             model = xgb.Booster()
@@ -96,7 +101,8 @@ def load_model_file(path: str, d: int) -> Tuple[Any, Json]:
             lib = "lightgbm"
         else:
             raise UsageError(f"--model-file: unsupported file type {ext or '(none)'!r}: give an "
-                             "XGBoost .json / .ubj or a LightGBM text model (.txt)")
+                             "XGBoost .json / .ubj, a LightGBM text model (.txt) or a CatBoost "
+                             ".json / .cbm")
     except UsageError:
         raise
     except ImportError as e:
@@ -104,6 +110,11 @@ def load_model_file(path: str, d: int) -> Tuple[Any, Json]:
     except Exception as e:  # noqa: BLE001 - a broken file is the user's input
         raise UsageError(f"--model-file: cannot load {path}: {first_line(e)}") from None
     return model, dict(kind="file", library=lib, path=os.path.abspath(path))
+
+
+def _is_catboost_json(path: str) -> bool:
+    with open(path, "rb") as fh:
+        return looks_like_catboost_json(fh.read(4096))
 
 
 def align_to_model(data: Dataset, ens: Any, path: str) -> Dataset:
