@@ -300,8 +300,17 @@ class PairSweep {
         cache_(a.n_trees()),
         control_(control) {}
 
-  // Progress: one unit per tree pair (t, s >= t) of a sweep; `sweeps` sweeps will run.
-  void plan_sweeps(std::int64_t sweeps) { plan(control_, sweeps * arena.n_trees() * (arena.n_trees() + 1) / 2); }
+  // Progress: a tree pair (t, s >= t) of a sweep is leaves(t) * leaves(s) units (its pairs cost
+  // about that much; the first trees of a boosted model are often the largest); `sweeps` sweeps.
+  void plan_sweeps(std::int64_t sweeps) {
+    std::int64_t sum = 0, squares = 0;
+    for (std::int64_t t = 0; t < arena.n_trees(); ++t) {
+      sum += leaves(t);
+      squares += leaves(t) * leaves(t);
+    }
+    plan(control_, sweeps * ((sum * sum + squares) / 2));
+  }
+  std::int64_t leaves(std::int64_t t) const { return boxes.tree_first[t + 1] - boxes.tree_first[t]; }
   bool stopped() const { return pgexact::stopped(control_); }
 
   template <typename Body>
@@ -312,7 +321,7 @@ class PairSweep {
         for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
           body(t, cache_.get(arena, boxes, t, s, chunk, again, scratch).view(boxes), s == t ? 1.0 : 2.0);
         }
-        advance(control_, 1);
+        advance(control_, leaves(t) * leaves(s));
       }
     });
   }
