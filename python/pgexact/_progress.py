@@ -9,7 +9,7 @@ run several stages (several kernels, or a Python loop and then kernels): each is
 ``progress=None`` opens a bar once the call has run for half a second and is projected to take
 more than about 2 s in all, ``True`` opens it at once, ``False`` never; the bar is
 ``tqdm.auto`` on stderr (a widget in notebooks), nothing goes to stdout, and without tqdm there
-is no bar and no error. Whatever ``progress``, a call projected to take more than
+is no bar and no error. Whatever ``progress``, an exact call projected to take more than
 :data:`WARN_SECONDS` emits one :class:`PerformanceWarning` naming the projection and the ways
 out. The projection is the one :func:`pgexact.estimate` uses: elapsed time over the fraction
 of the work done.
@@ -69,9 +69,13 @@ class Progress:
         The bar's label (the function's name).
     stages : int, default 1
         Kernels or loops the call runs one after the other.
+    warn : bool, default True
+        Whether a projection above :data:`WARN_SECONDS` warns (exact calls; not Monte Carlo,
+        whose ways out are its own ``n_samples``).
     """
 
-    def __init__(self, progress: Optional[bool], rows: int, desc: str, stages: int = 1) -> None:
+    def __init__(self, progress: Optional[bool], rows: int, desc: str, stages: int = 1,
+                 warn: bool = True) -> None:
         self.mode = check_progress(progress)
         self.rows = max(int(rows), 1)
         self.desc = desc
@@ -80,7 +84,7 @@ class Progress:
         self._fraction = 0.0  # of the current stage
         self._start = time.perf_counter()
         self._bar: Any = None
-        self._warned = False
+        self._warned = not warn
         if self.mode:
             self._open()
 
