@@ -98,7 +98,7 @@ class PreparedCall:
         arguments follow ``X`` (:mod:`pgexact._columns`); None when they are the model's.
     progress : Progress, optional
         The call's bar and slow-call warning: each kernel run is one of its stages. None: no
-        bar, no warning (internal calls).
+        bar and no warning (internal calls).
 
     Build it with :func:`pgexact._prepare.prepare_call`, which validates everything once.
     """
@@ -114,7 +114,8 @@ class PreparedCall:
         self.family = family
         self.threads = threads
         self.order = order if order is not None else identity_order(ensemble.feature_names)
-        self.progress = progress
+        self.progress = progress if progress is not None else \
+            Progress(False, X.shape[0], "pgexact", warn=False)
 
     # -- shape and sub-calls -------------------------------------------------------------------
     @property
@@ -132,9 +133,9 @@ class PreparedCall:
         return PreparedCall(self.ensemble, self.X[start:stop], self.sigma, self.family,
                             self.threads, self.order, self.progress)
 
-    def _stage(self) -> Optional[Callable[[int, int], None]]:
-        """The progress callback of the next kernel run, None without a Progress."""
-        return self.progress.stage() if self.progress is not None else None
+    def _stage(self) -> Callable[[int, int], None]:
+        """The progress callback of the next kernel run."""
+        return self.progress.stage()
 
     # -- the user's positional arguments (X's order) -> the model's ------------------------------
     def feature_mask(self, features: Any) -> np.ndarray:
