@@ -189,13 +189,18 @@ def _simulate(target: Target, X: np.ndarray, masks: np.ndarray, sigma: np.ndarra
     # so that Ctrl-C, which Python handles between calls, stops the loop within a second. The
     # draws do not depend on the chunking (see the module's docstring).
     seconds_per_row: Optional[float] = None
+
+    def call_rows() -> int:
+        if seconds_per_row is None:
+            return int(min(per_call, _FIRST_CALL_ROWS))
+        return int(max(1, min(per_call, int(_CALL_SECONDS / seconds_per_row))))
+
     m_sq, m_ab = _Moments(out_shape), _Moments(out_shape)
     a_sq, a_ab = _Moments((n,)), _Moments((n,))
     r0 = 0
     with Progress(progress, n, desc, warn=False) as bar:
         while r0 < n:
-            limit = min(per_call, _FIRST_CALL_ROWS) if seconds_per_row is None else \
-                max(1, min(per_call, int(_CALL_SECONDS / seconds_per_row)))
+            limit = call_rows()
             rows_per_batch = max(1, limit // (P * K))
             rows = slice(r0, min(n, r0 + rows_per_batch))
             nb = rows.stop - rows.start
@@ -205,9 +210,7 @@ def _simulate(target: Target, X: np.ndarray, masks: np.ndarray, sigma: np.ndarra
             while done < K:
                 # Several rows: all their samples at once (the draws are row after row);
                 # one row: its samples in chunks.
-                limit = per_call if seconds_per_row is None else \
-                    max(1, min(per_call, int(_CALL_SECONDS / seconds_per_row)))
-                kk = K - done if nb > 1 else min(K - done, max(1, limit // P))
+                kk = K - done if nb > 1 else min(K - done, max(1, call_rows() // P))
                 # x + delta for every (row, sample); NaN stays NaN
                 xs = xr[:, None, :] + noise.draw((nb, kk, d)) * sigma  # (nb, kk, d)
                 xp = np.empty((nb, P, kk, d), dtype=target.dtype)
