@@ -38,6 +38,10 @@ void register_arena(py::module_& m) {
           [](const Arena& a, std::int32_t output) { return std::make_shared<Arena>(a.select_output(output)); },
           py::arg("output"), "Single-output arena with only the trees of `output`.")
       .def(
+          "select_trees",
+          [](const Arena& a, const std::vector<std::int64_t>& trees) { return std::make_shared<Arena>(a.select_trees(trees)); },
+          py::arg("trees"), "The given trees (indices, in order) as an arena of their own.")
+      .def(
           "predict",
           [](const Arena& a, const CArray<double>& X, std::int32_t output) {
             require_2d(X, a.n_features, "X");

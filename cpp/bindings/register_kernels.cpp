@@ -4,6 +4,7 @@
 #include <string>
 
 #include "convert.hpp"
+#include "interruptible.hpp"
 #include "pgexact/kernels.hpp"
 #include "pgexact/ranking.hpp"
 
@@ -50,7 +51,8 @@ void register_kernels(py::module_& m) {
   m.def(
       "pg2",
       [](const Arena& a, const CArray<double>& X, const CArray<std::uint8_t>& mask, const CArray<double>& sigma,
-         const CArray<std::uint8_t>& family, int n_threads, bool reference, bool shared, bool pairs) {
+         const CArray<std::uint8_t>& family, int n_threads, bool reference, bool shared, bool pairs,
+         const py::object& progress) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         const bool per_row = check_mask(a, mask, n);
@@ -59,21 +61,20 @@ void register_kernels(py::module_& m) {
         const double* x = X.data();
         const std::uint8_t* mk = mask.data();
         double* o = out.mutable_data();
-        {
-          // Safe: inputs are converted, contiguous arrays kept alive by this frame, the arena
-          // is immutable, and the kernel touches no Python object.
-          py::gil_scoped_release release;
-          pg2_batch(a, noise, x, n, mk, per_row, n_threads, pruning_of(reference, shared, pairs), o);
-        }
+        run_interruptible([&](RunControl* control) {
+          pg2_batch(a, noise, x, n, mk, per_row, n_threads, pruning_of(reference, shared, pairs), o, control);
+        }, progress);
         return out;
       },
       py::arg("arena"), py::arg("X"), py::arg("mask"), py::arg("sigma"), py::arg("family"),
-      py::arg("n_threads") = 0, py::arg("reference") = false, py::arg("shared") = true, py::arg("pairs") = true);
+      py::arg("n_threads") = 0, py::arg("reference") = false, py::arg("shared") = true, py::arg("pairs") = true,
+      py::arg("progress") = py::none());
 
   m.def(
       "pg2_curve",
       [](const Arena& a, const CArray<double>& X, const CArray<std::int64_t>& ranking, std::int64_t n_steps,
-         const CArray<double>& sigma, const CArray<std::uint8_t>& family, int n_threads, bool reference, bool shared, bool pairs) {
+         const CArray<double>& sigma, const CArray<std::uint8_t>& family, int n_threads, bool reference, bool shared, bool pairs,
+         const py::object& progress) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         bool per_row = false;
@@ -90,19 +91,20 @@ void register_kernels(py::module_& m) {
         const double* x = X.data();
         const std::int64_t* rk = ranking.data();
         double* o = out.mutable_data();
-        {
-          py::gil_scoped_release release;  // same reasoning as pg2
-          pg2_curve_batch(a, noise, x, n, rk, per_row, n_steps, n_threads, pruning_of(reference, shared, pairs), o);
-        }
+        run_interruptible([&](RunControl* control) {
+          pg2_curve_batch(a, noise, x, n, rk, per_row, n_steps, n_threads, pruning_of(reference, shared, pairs), o, control);
+        }, progress);
         return out;
       },
       py::arg("arena"), py::arg("X"), py::arg("ranking"), py::arg("n_steps"), py::arg("sigma"), py::arg("family"),
-      py::arg("n_threads") = 0, py::arg("reference") = false, py::arg("shared") = true, py::arg("pairs") = true);
+      py::arg("n_threads") = 0, py::arg("reference") = false, py::arg("shared") = true, py::arg("pairs") = true,
+      py::arg("progress") = py::none());
 
   m.def(
       "greedy_rank",
       [](const Arena& a, const CArray<double>& X, const CArray<double>& sigma, const CArray<std::uint8_t>& family,
-         int n_threads, bool reference, bool shared, bool pairs) {
+         int n_threads, bool reference, bool shared, bool pairs,
+         const py::object& progress) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         const std::int64_t d = a.n_features;
@@ -112,19 +114,19 @@ void register_kernels(py::module_& m) {
         const double* x = X.data();
         std::int64_t* r = ranking.mutable_data();
         double* c = curve.mutable_data();
-        {
-          py::gil_scoped_release release;  // same reasoning as pg2
-          greedy_rank_batch(a, noise, x, n, n_threads, pruning_of(reference, shared, pairs), r, c);
-        }
+        run_interruptible([&](RunControl* control) {
+          greedy_rank_batch(a, noise, x, n, n_threads, pruning_of(reference, shared, pairs), r, c, control);
+        }, progress);
         return py::make_tuple(ranking, curve);
       },
       py::arg("arena"), py::arg("X"), py::arg("sigma"), py::arg("family"), py::arg("n_threads") = 0,
-      py::arg("reference") = false, py::arg("shared") = true, py::arg("pairs") = true);
+      py::arg("reference") = false, py::arg("shared") = true, py::arg("pairs") = true,
+      py::arg("progress") = py::none());
 
   m.def(
       "expected",
       [](const Arena& a, const CArray<double>& X, const CArray<std::uint8_t>& mask, const CArray<double>& sigma,
-         const CArray<std::uint8_t>& family, int n_threads) {
+         const CArray<std::uint8_t>& family, int n_threads, const py::object& progress) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         const bool per_row = check_mask(a, mask, n);
@@ -133,31 +135,31 @@ void register_kernels(py::module_& m) {
         const double* x = X.data();
         const std::uint8_t* mk = mask.data();
         double* o = out.mutable_data();
-        {
-          py::gil_scoped_release release;  // same reasoning as pg2
-          expected_batch(a, noise, x, n, mk, per_row, n_threads, o);
-        }
+        run_interruptible([&](RunControl* control) {
+          expected_batch(a, noise, x, n, mk, per_row, n_threads, o, control);
+        }, progress);
         return out;
       },
-      py::arg("arena"), py::arg("X"), py::arg("mask"), py::arg("sigma"), py::arg("family"), py::arg("n_threads") = 0);
+      py::arg("arena"), py::arg("X"), py::arg("mask"), py::arg("sigma"), py::arg("family"), py::arg("n_threads") = 0,
+      py::arg("progress") = py::none());
 
   m.def(
       "first_moments",
       [](const Arena& a, const CArray<double>& X, const CArray<double>& sigma, const CArray<std::uint8_t>& family,
-         int n_threads) {
+         int n_threads, const py::object& progress) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         const Noise noise = make_noise(a, sigma, family);
         py::array_t<double> out({n, static_cast<std::int64_t>(a.n_features)});
         const double* x = X.data();
         double* o = out.mutable_data();
-        {
-          py::gil_scoped_release release;  // same reasoning as pg2
-          first_moments_batch(a, noise, x, n, n_threads, o);
-        }
+        run_interruptible([&](RunControl* control) {
+          first_moments_batch(a, noise, x, n, n_threads, o, control);
+        }, progress);
         return out;
       },
-      py::arg("arena"), py::arg("X"), py::arg("sigma"), py::arg("family"), py::arg("n_threads") = 0);
+      py::arg("arena"), py::arg("X"), py::arg("sigma"), py::arg("family"), py::arg("n_threads") = 0,
+      py::arg("progress") = py::none());
 
   m.def("max_threads", []() { return resolve_threads(0, std::numeric_limits<std::int64_t>::max()); });
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -114,20 +115,32 @@ Arena Arena::select_output(std::int32_t output) const {
     throw ModelError("output " + std::to_string(output) + " is out of range for a model with " +
                      std::to_string(n_outputs) + " outputs");
   }
+  std::vector<std::int64_t> trees;
+  for (std::int64_t t = 0; t < n_trees(); ++t) {
+    if (tree_output[t] == output) trees.push_back(t);
+  }
+  Arena out = select_trees(trees);
+  out.n_outputs = 1;
+  out.base_score = {base_score[output]};
+  std::fill(out.tree_output.begin(), out.tree_output.end(), 0);
+  return out;
+}
+
+Arena Arena::select_trees(const std::vector<std::int64_t>& trees) const {
   Arena out;
   out.n_features = n_features;
-  out.n_outputs = 1;
+  out.n_outputs = n_outputs;
   out.category_rule = category_rule;
   out.input_float32 = input_float32;
-  out.base_score = {base_score[output]};
+  out.base_score = base_score;
   out.categorical_feature.assign(n_features, 0);
-  for (std::int64_t t = 0; t < n_trees(); ++t) {
-    if (tree_output[t] != output) continue;
+  for (const std::int64_t t : trees) {
+    if (t < 0 || t >= n_trees()) throw std::invalid_argument("trees: index out of range");
     const std::int32_t begin = tree_root[t];
     const std::int32_t end = t + 1 < n_trees() ? tree_root[t + 1] : static_cast<std::int32_t>(n_nodes());
     const std::int32_t shift = static_cast<std::int32_t>(out.n_nodes()) - begin;
     out.tree_root.push_back(begin + shift);
-    out.tree_output.push_back(0);
+    out.tree_output.push_back(tree_output[t]);
     out.tree_depth.push_back(tree_depth[t]);
     out.max_depth = std::max(out.max_depth, tree_depth[t]);
     for (std::int32_t n = begin; n < end; ++n) {

@@ -1055,12 +1055,12 @@ std::int64_t rows_per_block(std::int64_t n_rows, int n_threads, std::int64_t cap
 
 void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                const std::uint8_t* perturbed, bool mask_per_row, int n_threads, Pruning pruning,
-               double* out) {
+               double* out, RunControl* control) {
   noise.validate(a.n_features);
   check_perturbable(a, perturbed, mask_per_row ? n_rows : 1);
   const std::int64_t d = a.n_features;
   if (pruning == Pruning::Full && pairs_apply(a)) {
-    pg2_pairs(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out);
+    pg2_pairs(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control);
     return;
   }
   if (shares_walks(a, pruning)) {
@@ -1074,18 +1074,18 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
         variants[i] = Variant{X + (r0 + i) * d, perturbed + (mask_per_row ? (r0 + i) * d : 0)};
       }
       pg2_variants(a, noise, variants, static_cast<std::int32_t>(count), ws, out + r0);
-    });
+    }, control);
     return;
   }
   for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
     ws.begin_row(X + i * d);
     out[i] = pg2_row(a, noise, perturbed + (mask_per_row ? i * d : 0), ws, pruning);
-  });
+  }, control);
 }
 
 void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                      const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps,
-                     int n_threads, Pruning pruning, double* out) {
+                     int n_threads, Pruning pruning, double* out, RunControl* control) {
   noise.validate(a.n_features);
   if (a.n_outputs != 1) throw std::invalid_argument("output: kernels need a single-output model");
   const std::int64_t d = a.n_features;
@@ -1112,7 +1112,7 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
     }
   }
   if (pruning == Pruning::Full && pairs_apply(a)) {
-    pg2_curve_pairs(a, noise, X, n_rows, ranking, ranking_per_row, n_steps, n_threads, out);
+    pg2_curve_pairs(a, noise, X, n_rows, ranking, ranking_per_row, n_steps, n_threads, out, control);
     return;
   }
   if (shares_walks(a, pruning) && n_steps > 0) {
@@ -1139,7 +1139,7 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
         }
         pg2_variants(a, noise, variants, static_cast<std::int32_t>(count), ws, out + r0 * n_steps + v0);
       }
-    });
+    }, control);
     return;
   }
   for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
@@ -1151,22 +1151,23 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
       mask[rk[k]] = 1;
       out[i * n_steps + k] = pg2_row(a, noise, mask.data(), ws, pruning);
     }
-  });
+  }, control);
 }
 
 void expected_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
-                    const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out) {
+                    const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
+                    RunControl* control) {
   noise.validate(a.n_features);
   check_perturbable(a, perturbed, mask_per_row ? n_rows : 1);
   const std::int64_t d = a.n_features;
   for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
     ws.begin_row(X + i * d);
     out[i] = expected_row(a, noise, perturbed + (mask_per_row ? i * d : 0), ws);
-  });
+  }, control);
 }
 
 void first_moments_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
-                         int n_threads, double* out) {
+                         int n_threads, double* out, RunControl* control) {
   noise.validate(a.n_features);
   const std::int64_t d = a.n_features;
   const std::vector<std::uint8_t> all(static_cast<std::size_t>(d), 1);
@@ -1174,7 +1175,7 @@ void first_moments_batch(const Arena& a, const Noise& noise, const double* X, st
   for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
     ws.begin_row(X + i * d);
     first_moments_row(a, noise, all.data(), ws, out + i * d);
-  });
+  }, control);
 }
 
 }  // namespace pgexact

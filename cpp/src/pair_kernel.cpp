@@ -292,20 +292,36 @@ class PairCache {
 // of (s, t) are the same terms). `again`: whether another run follows that can reuse the lists.
 class PairSweep {
  public:
-  PairSweep(const Arena& a, int n_threads, std::int64_t n_rows)
+  PairSweep(const Arena& a, int n_threads, std::int64_t n_rows, RunControl* control)
       : arena(a),
         boxes(a),
         passes(pair_passes()),
         threads(resolve_threads(n_threads, std::max<std::int64_t>(a.n_trees(), n_rows))),
-        cache_(a.n_trees()) {}
+        cache_(a.n_trees()),
+        control_(control) {}
+
+  // Progress: a tree pair (t, s >= t) of a sweep is leaves(t) * leaves(s) units (its pairs cost
+  // about that much; the first trees of a boosted model are often the largest); `sweeps` sweeps.
+  void plan_sweeps(std::int64_t sweeps) {
+    std::int64_t sum = 0, squares = 0;
+    for (std::int64_t t = 0; t < arena.n_trees(); ++t) {
+      sum += leaves(t);
+      squares += leaves(t) * leaves(t);
+    }
+    plan(control_, sweeps * ((sum * sum + squares) / 2));
+  }
+  std::int64_t leaves(std::int64_t t) const { return boxes.tree_first[t + 1] - boxes.tree_first[t]; }
+  bool stopped() const { return pgexact::stopped(control_); }
 
   template <typename Body>
   void run(Body&& body, bool again) {
     for_each_first_tree(arena, threads, [&](ThreadScratch& scratch, std::int64_t t) {
       for (std::int64_t s = t; s < arena.n_trees(); ++s) {
+        if (stopped()) return;  // the caller discards a stopped call's sums
         for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
           body(t, cache_.get(arena, boxes, t, s, chunk, again, scratch).view(boxes), s == t ? 1.0 : 2.0);
         }
+        advance(control_, leaves(t) * leaves(s));
       }
     });
   }
@@ -317,6 +333,7 @@ class PairSweep {
 
  private:
   PairCache cache_;
+  RunControl* control_;
 };
 
 // Adds the per-t partial sums (sum + comp, `width` values per t) in order of t into out, clamped.
@@ -361,9 +378,10 @@ bool pairs_apply(const Arena& a) {
 }
 
 void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
-               const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out) {
+               const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
+               RunControl* control) {
   check_features(a);
-  PairSweep sweep(a, n_threads, n_rows);
+  PairSweep sweep(a, n_threads, n_rows, control);
   const LeafBoxes& boxes = sweep.boxes;
   const int threads = sweep.threads;
   const std::int64_t d = a.n_features;
@@ -372,7 +390,8 @@ void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t
   std::vector<double> sum, comp, total;
   std::vector<std::uint64_t> sets;
   const std::int64_t block = block_rows(a, boxes, 2);
-  for (std::int64_t r0 = 0; r0 < n_rows; r0 += block) {
+  sweep.plan_sweeps((n_rows + block - 1) / block);
+  for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
     fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
     const std::size_t width = static_cast<std::size_t>(lanes.vectors) * kLanes;
@@ -400,10 +419,10 @@ void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t
 
 void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                      const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
-                     double* out) {
+                     double* out, RunControl* control) {
   check_features(a);
   if (n_steps == 0) return;
-  PairSweep sweep(a, n_threads, n_rows);
+  PairSweep sweep(a, n_threads, n_rows, control);
   const LeafBoxes& boxes = sweep.boxes;
   const int threads = sweep.threads;
   const std::int64_t d = a.n_features;
@@ -412,7 +431,8 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
   std::vector<double> sum, comp, total;
   std::vector<std::uint64_t> sets;  // see CurveSets
   const std::int64_t block = block_rows(a, boxes, 2 * n_steps);
-  for (std::int64_t r0 = 0; r0 < n_rows; r0 += block) {
+  sweep.plan_sweeps((n_rows + block - 1) / block);
+  for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
     fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
     const std::size_t lanes_total = static_cast<std::size_t>(lanes.vectors) * kLanes;
@@ -468,9 +488,9 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
 }
 
 void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,
-                       std::int64_t* ranking_out, double* curve_out) {
+                       std::int64_t* ranking_out, double* curve_out, RunControl* control) {
   check_features(a);
-  PairSweep sweep(a, n_threads, n_rows);
+  PairSweep sweep(a, n_threads, n_rows, control);
   const LeafBoxes& boxes = sweep.boxes;
   const int threads = sweep.threads;
   const std::int64_t d = a.n_features;
@@ -487,7 +507,8 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
   std::vector<double> sum, comp, total, corr, corr_total;
   std::vector<std::uint64_t> chosen, cand;
   const std::int64_t block = block_rows(a, boxes, 2 + d);
-  for (std::int64_t r0 = 0; r0 < n_rows; r0 += block) {
+  sweep.plan_sweeps((n_rows + block - 1) / block * (n_candidates >= 2 ? n_candidates : n_candidates + 1));
+  for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
     fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
     const std::size_t width = static_cast<std::size_t>(lanes.vectors) * kLanes;
@@ -496,7 +517,7 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
     cand.assign(width, 0);
     // Step `step` ranks the candidates of S (step features chosen) and, in the same pass, gives
     // PG2(S), the curve entry of step - 1; the last pass only does the latter.
-    for (std::int64_t step = 0; step <= n_candidates; ++step) {
+    for (std::int64_t step = 0; step <= n_candidates && !sweep.stopped(); ++step) {
       if (n_candidates >= 2 && step == n_candidates - 1) {
         // One feature left: the choice is forced, and one pass over the two prefixes S and
         // S + {last} gives both curve entries (the bits the set passes would: each prefix's
@@ -558,6 +579,7 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
           }
         }
       }, ranking || r0 + block < n_rows);
+      if (sweep.stopped()) return;  // unfinished sums: nothing to choose from
       reduce_trees(sum, comp, n_trees, width, total);
       if (step > 0) {
         for (std::int64_t i = 0; i < rows; ++i) curve_out[(r0 + i) * d + step - 1] = total[static_cast<std::size_t>(i)];

@@ -26,13 +26,14 @@ void rank_the_rest(const std::uint8_t* chosen, std::int64_t d, std::int64_t step
 }  // namespace
 
 void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
-                       int n_threads, Pruning pruning, std::int64_t* ranking_out, double* curve_out) {
+                       int n_threads, Pruning pruning, std::int64_t* ranking_out, double* curve_out,
+                       RunControl* control) {
   noise.validate(a.n_features);
   if (a.n_outputs != 1) throw std::invalid_argument("output: kernels need a single-output model");
   const std::int64_t d = a.n_features;
   const auto du = static_cast<std::size_t>(d);
   if (pruning == Pruning::Full && pairs_apply(a)) {
-    greedy_rank_pairs(a, noise, X, n_rows, n_threads, ranking_out, curve_out);
+    greedy_rank_pairs(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control);
     return;
   }
   std::int64_t n_candidates = 0;
@@ -99,7 +100,7 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
         rank_the_rest(chosen.data() + static_cast<std::size_t>(i) * du, d, step, last[static_cast<std::size_t>(i)],
                       ranking_out + (r0 + i) * d, curve_out + (r0 + i) * d);
       }
-    });
+    }, control);
     return;
   }
   for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
@@ -132,7 +133,7 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
       curve_out[i * d + step] = current;
     }
     rank_the_rest(chosen.data(), d, step, current, ranking_out + i * d, curve_out + i * d);
-  });
+  }, control);
 }
 
 }  // namespace pgexact

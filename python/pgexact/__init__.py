@@ -10,7 +10,9 @@ from __future__ import annotations
 from . import mc, metrics, noise, openxai
 from ._adapters import load
 from ._api import pg2, pg2_curve, pgi2, pgu2, rank
+from ._estimate import estimate
 from ._moments import expected, infidelity
+from ._progress import PerformanceWarning
 from .ensemble import TreeEnsemble
 from .explainer import Explainer, Explanation
 
@@ -19,8 +21,10 @@ __version__ = "0.1.0"
 __all__ = [
     "Explainer",
     "Explanation",
+    "PerformanceWarning",
     "TreeEnsemble",
     "__version__",
+    "estimate",
     "expected",
     "infidelity",
     "load",

@@ -19,7 +19,7 @@ __all__ = ["pg2", "pg2_curve", "pgi2", "pgu2", "rank", "rank_with_curve"]
 
 def pg2(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike = 0.3,
         noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
-        output: Optional[int] = None) -> FloatArray:
+        output: Optional[int] = None, progress: Optional[bool] = None) -> FloatArray:
     """Exact ``PG²(x, S) = E[(f(x') - f(x))²]`` for every row of X.
 
     Parameters
@@ -43,26 +43,33 @@ def pg2(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike
         OpenMP threads over rows; None or -1 for all cores. Results do not depend on it.
     output : int, optional
         Output column of a multi-output model (see :func:`pgexact.load`).
+    progress : bool, optional
+        A progress bar on stderr (tqdm, if installed): None (default) when the call is
+        projected to take more than about 2 s, True always, False never. Whatever it is, a
+        call projected to take more than a minute emits one :class:`pgexact.PerformanceWarning`
+        (see :func:`pgexact.estimate`); Ctrl-C stops any call within a second.
 
     Returns
     -------
     numpy.ndarray of shape (n,), float64
         PG² per row, never negative.
     """
-    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
-    return call.pg2(call.feature_mask(features))
+    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                        progress=progress, desc="pg2")
+    with call.progress:
+        return call.pg2(call.feature_mask(features))
 
 
 def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: SigmaLike = 0.3,
               noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
-              output: Optional[int] = None) -> FloatArray:
+              output: Optional[int] = None, progress: Optional[bool] = None) -> FloatArray:
     """``PG²`` of every prefix of a ranking.
 
     Parameters
     ----------
     ranking : array_like of int, shape (d,) or (n, d)
         A permutation of X's column positions, most important first.
-    model, X, sigma, noise, n_jobs, output
+    model, X, sigma, noise, n_jobs, output, progress
         As in :func:`pg2`.
 
     Returns
@@ -70,8 +77,10 @@ def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: Sigm
     numpy.ndarray of shape (n, d), float64
         Column k is PG² of the top k+1 features of the ranking.
     """
-    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
-    return call.pg2_curve(call.ranking(ranking))
+    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                        progress=progress, desc="pg2_curve")
+    with call.progress:
+        return call.pg2_curve(call.ranking(ranking))
 
 
 def _resolve_ranking(call: PreparedCall, ranking: Optional[ArrayLike],
@@ -91,7 +100,7 @@ def _resolve_ranking(call: PreparedCall, ranking: Optional[ArrayLike],
 def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
          attributions: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
          noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
-         output: Optional[int] = None) -> FloatArray:
+         output: Optional[int] = None, progress: Optional[bool] = None) -> FloatArray:
     """``PGI²(x, π) = (1/d) Σ_k PG²(x, top-k of π)``, exactly, for every row.
 
     Parameters
@@ -104,7 +113,7 @@ def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
         One column per column of X (a DataFrame is matched by column name), ranked by
         descending absolute value, ties to the lower position. With neither
         ``ranking`` nor ``attributions``, the greedy PG² ranking (:func:`rank`) is used.
-    sigma, noise, n_jobs, output
+    sigma, noise, n_jobs, output, progress
         As in :func:`pg2`.
 
     Returns
@@ -112,22 +121,24 @@ def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
     numpy.ndarray of shape (n,), float64
         PGI² per row.
     """
-    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
-    rk, curve = _resolve_ranking(call, ranking, attributions)
-    if curve is None:
-        curve = call.pg2_curve(rk)
+    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                        progress=progress, desc="pgi2")
+    with call.progress:
+        rk, curve = _resolve_ranking(call, ranking, attributions)
+        if curve is None:
+            curve = call.pg2_curve(rk)
     return cast(FloatArray, curve.mean(axis=1))
 
 
 def pgu2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
          attributions: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
          noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
-         output: Optional[int] = None) -> FloatArray:
+         output: Optional[int] = None, progress: Optional[bool] = None) -> FloatArray:
     """``PGU²(x, π) = (1/d) Σ_k PG²(x, bottom-k of π)``: least important first.
 
     Parameters
     ----------
-    model, X, ranking, attributions, sigma, noise, n_jobs, output
+    model, X, ranking, attributions, sigma, noise, n_jobs, output, progress
         As in :func:`pgi2`: the same ranking, perturbed from its least important end.
 
     Returns
@@ -135,20 +146,24 @@ def pgu2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
     numpy.ndarray of shape (n,), float64
         PGU² per row.
     """
-    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
-    rk, _ = _resolve_ranking(call, ranking, attributions)
-    reverse = np.ascontiguousarray(rk[..., ::-1])
-    return cast(FloatArray, call.pg2_curve(reverse).mean(axis=1))
+    stages = 2 if ranking is None and attributions is None else 1  # greedy ranking, then curve
+    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                        progress=progress, desc="pgu2", stages=stages)
+    with call.progress:
+        rk, _ = _resolve_ranking(call, ranking, attributions)
+        reverse = np.ascontiguousarray(rk[..., ::-1])
+        return cast(FloatArray, call.pg2_curve(reverse).mean(axis=1))
 
 
 def rank_with_curve(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3,
                     noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
-                    output: Optional[int] = None) -> Tuple[IntArray, FloatArray]:
+                    output: Optional[int] = None, progress: Optional[bool] = None
+                    ) -> Tuple[IntArray, FloatArray]:
     """Greedy ranking and the PG² of each of its prefixes (the search computes both).
 
     Parameters
     ----------
-    model, X, sigma, noise, n_jobs, output
+    model, X, sigma, noise, n_jobs, output, progress
         As in :func:`rank`.
 
     Returns
@@ -158,13 +173,16 @@ def rank_with_curve(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3,
     curve : numpy.ndarray of shape (n, d), float64
         Column k is PG² of the top k+1 features of the ranking.
     """
-    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
-    ranking, curve = call.greedy_rank()
+    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                        progress=progress, desc="rank")
+    with call.progress:
+        ranking, curve = call.greedy_rank()
     return call.order.ranking_out(ranking), curve
 
 
 def rank(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3, noise: NoiseLike = "normal",
-         n_jobs: Optional[int] = None, output: Optional[int] = None) -> IntArray:
+         n_jobs: Optional[int] = None, output: Optional[int] = None,
+         progress: Optional[bool] = None) -> IntArray:
     """Greedy PG² ranking per row, most important first.
 
     Feature 1 maximises ``PG²(x, {i})``; feature l+1 maximises ``PG²(x, S_l ∪ {i})``; ties go
@@ -174,7 +192,7 @@ def rank(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3, noise: Noise
     ----------
     model, X
         As in :func:`pg2`.
-    sigma, noise, n_jobs, output
+    sigma, noise, n_jobs, output, progress
         As in :func:`pg2`.
 
     Returns
@@ -182,5 +200,6 @@ def rank(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3, noise: Noise
     numpy.ndarray of shape (n, d), int64
         The ranking of each row, as positions of X's columns.
     """
-    return rank_with_curve(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)[0]
+    return rank_with_curve(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                           progress=progress)[0]
 

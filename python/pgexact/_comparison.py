@@ -107,7 +107,7 @@ _RESERVED = ("greedy", "shap")
 def compare(model: Any, X: Any, *, sigma_rank: Any = 0.3,
             sigma_eval: Any = (0.1, 0.3, 0.5, 1.0),
             methods: Optional[Mapping[str, Any]] = None,
-            output: Optional[int] = None) -> "Any":
+            output: Optional[int] = None, progress: Optional[bool] = None) -> "Any":
     """Mean exact PGI² over the rows of X, per evaluation noise level, per ranking method.
 
     Methods (columns, in this order): ``"greedy"`` (the greedy PG² ranking computed at
@@ -129,6 +129,9 @@ def compare(model: Any, X: Any, *, sigma_rank: Any = 0.3,
         Noise levels at which PGI² is evaluated.
     methods : dict of str to array_like, optional
         More rankings, as attributions.
+    progress : bool, optional
+        As in :func:`pgexact.pgi2`, for each exact call (the greedy ranking, then one PG²
+        curve per method and noise level).
 
     Returns
     -------
@@ -146,7 +149,7 @@ def compare(model: Any, X: Any, *, sigma_rank: Any = 0.3,
     n, d = Xa.shape
     # every ranking below holds positions of X's columns, as the functions it is passed to expect
     rankings: Dict[str, np.ndarray] = {}
-    rankings["greedy"] = rank(ens, X, sigma=sigma_rank)
+    rankings["greedy"] = rank(ens, X, sigma=sigma_rank, progress=progress)
     if _is_pgexact_model(model):
         warnings.warn("compare: the 'shap' column is left out: SHAP needs the library model, "
                       "not a pgexact.TreeEnsemble or a path", UserWarning, stacklevel=2)
@@ -161,7 +164,8 @@ def compare(model: Any, X: Any, *, sigma_rank: Any = 0.3,
             rankings[name] = ranking_from_attributions(attributions, d, n, order.in_x_order())
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"methods[{name!r}]: {exc}") from None
-    table = {name: [float(pg2_curve(ens, X, R, sigma=s).mean()) if n else float("nan")
+    table = {name: [float(pg2_curve(ens, X, R, sigma=s, progress=progress).mean())
+                    if n else float("nan")
                     for s in levels]
              for name, R in rankings.items()}
     return pd.DataFrame(table, index=pd.Index(levels, name="sigma_eval"), columns=list(rankings))

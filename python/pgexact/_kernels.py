@@ -13,12 +13,13 @@ so that a change in the extension's signatures is a change in this file only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import _core
 from ._columns import ColumnOrder, identity_order
+from ._progress import Progress
 from ._validation import NOISE_FAMILIES, as_feature_mask, as_ranking, ranking_from_attributions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -101,20 +102,26 @@ class PreparedCall:
     order : ColumnOrder, optional
         How the columns of the user's ``X`` map to the model's features: the user's positional
         arguments follow ``X`` (:mod:`pgexact._columns`); None when they are the model's.
+    progress : Progress, optional
+        The call's bar and slow-call warning: each kernel run is one of its stages. None: no
+        bar and no warning (internal calls).
 
     Build it with :func:`pgexact._prepare.prepare_call`, which validates everything once.
     """
 
-    __slots__ = ("ensemble", "X", "sigma", "family", "threads", "order")
+    __slots__ = ("ensemble", "X", "sigma", "family", "threads", "order", "progress")
 
     def __init__(self, ensemble: "TreeEnsemble", X: np.ndarray, sigma: np.ndarray,
-                 family: np.ndarray, threads: int, order: Optional[ColumnOrder] = None) -> None:
+                 family: np.ndarray, threads: int, order: Optional[ColumnOrder] = None,
+                 progress: Optional[Progress] = None) -> None:
         self.ensemble = ensemble
         self.X = X
         self.sigma = sigma
         self.family = family
         self.threads = threads
         self.order = order if order is not None else identity_order(ensemble.feature_names)
+        self.progress = progress if progress is not None else \
+            Progress(False, X.shape[0], "pgexact", warn=False)
 
     # -- shape and sub-calls -------------------------------------------------------------------
     @property
@@ -130,7 +137,11 @@ class PreparedCall:
     def rows(self, start: int, stop: int) -> "PreparedCall":
         """The same call on rows ``start:stop`` (a view: no copy, no new validation)."""
         return PreparedCall(self.ensemble, self.X[start:stop], self.sigma, self.family,
-                            self.threads, self.order)
+                            self.threads, self.order, self.progress)
+
+    def _stage(self) -> Callable[[int, int], None]:
+        """The progress callback of the next kernel run."""
+        return self.progress.stage()
 
     # -- the user's positional arguments (X's order) -> the model's ------------------------------
     def feature_mask(self, features: Any) -> np.ndarray:
@@ -153,24 +164,24 @@ class PreparedCall:
         as a check on the fast kernel); the values agree up to rounding.
         """
         return _core.pg2(self.ensemble._arena, self.X, mask, self.sigma, self.family,
-                         self.threads, reference)
+                         self.threads, reference, progress=self._stage())
 
     def pg2_curve(self, ranking: np.ndarray) -> np.ndarray:
         """PG² of every top-k prefix of a validated int64 ranking, ``(n, d)``."""
         return _core.pg2_curve(self.ensemble._arena, self.X, ranking, self.n_features,
-                               self.sigma, self.family, self.threads)
+                               self.sigma, self.family, self.threads, progress=self._stage())
 
     def greedy_rank(self) -> Tuple[np.ndarray, np.ndarray]:
         """The greedy PG² ranking ``(n, d)`` int64 and the PG² of its prefixes ``(n, d)``."""
         return _core.greedy_rank(self.ensemble._arena, self.X, self.sigma, self.family,
-                                 self.threads)
+                                 self.threads, progress=self._stage())
 
     def expected(self, mask: np.ndarray) -> np.ndarray:
         """Exact ``E[f(x')]`` for a validated uint8 mask, ``(n,)``."""
         return _core.expected(self.ensemble._arena, self.X, mask, self.sigma, self.family,
-                              self.threads)
+                              self.threads, progress=self._stage())
 
     def first_moments(self) -> np.ndarray:
         """``E[delta_j f(x + delta)]`` per feature with every feature perturbed, ``(n, d)``."""
         return _core.first_moments(self.ensemble._arena, self.X, self.sigma, self.family,
-                                   self.threads)
+                                   self.threads, progress=self._stage())

@@ -15,14 +15,14 @@ __all__ = ["expected", "infidelity"]
 
 def expected(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike = 0.3,
              noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
-             output: Optional[int] = None) -> FloatArray:
+             output: Optional[int] = None, progress: Optional[bool] = None) -> FloatArray:
     """Exact ``E[f(x')]``: the expected raw output when ``features`` are perturbed.
 
     Parameters
     ----------
     model, X, features
         As in :func:`pgexact.pg2`.
-    sigma, noise, n_jobs, output
+    sigma, noise, n_jobs, output, progress
         As in :func:`pgexact.pg2`.
 
     Returns
@@ -30,13 +30,16 @@ def expected(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: Sigm
     numpy.ndarray of shape (n,), float64
         The expected prediction per row.
     """
-    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
-    return call.expected(call.feature_mask(features))
+    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                        progress=progress, desc="expected")
+    with call.progress:
+        return call.expected(call.feature_mask(features))
 
 
 def infidelity(model: ModelLike, X: ArrayLike, attributions: ArrayLike, *,
                sigma: SigmaLike = 0.3, noise: NoiseLike = "normal",
-               n_jobs: Optional[int] = None, output: Optional[int] = None) -> FloatArray:
+               n_jobs: Optional[int] = None, output: Optional[int] = None,
+               progress: Optional[bool] = None) -> FloatArray:
     """Exact infidelity (Yeh et al. 2019) of attributions ``a`` per row.
 
     ``E[(aᵀI − (f(x) − f(x − I)))²]`` with independent noise ``I`` on every feature.
@@ -51,7 +54,7 @@ def infidelity(model: ModelLike, X: ArrayLike, attributions: ArrayLike, *,
         As in :func:`pgexact.pg2`.
     attributions : array_like of shape (n, d) or (d,)
         The attributions ``a`` of each row.
-    sigma, noise, n_jobs, output
+    sigma, noise, n_jobs, output, progress
         As in :func:`pgexact.pg2`.
 
     Returns
@@ -59,11 +62,13 @@ def infidelity(model: ModelLike, X: ArrayLike, attributions: ArrayLike, *,
     numpy.ndarray of shape (n,), float64
         The infidelity per row, never negative.
     """
-    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
+    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                        progress=progress, desc="infidelity", stages=2)
     a = as_attributions(attributions, call.n_features, call.n_rows, call.order)
     everything = np.ones(call.n_features, dtype=np.uint8)
-    pg2_all = call.pg2(everything)
-    moments = call.first_moments()
+    with call.progress:
+        pg2_all = call.pg2(everything)
+        moments = call.first_moments()
     sig = call.sigma
     out = (a * a) @ (sig * sig) - 2.0 * np.einsum("ij,ij->i", a, moments) + pg2_all
     return cast(FloatArray, np.maximum(out, 0.0))

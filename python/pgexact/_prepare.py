@@ -12,13 +12,16 @@ from typing import Any, Optional
 from ._adapters import load
 from ._kernels import PreparedCall
 from ._pipeline import unwrap
+from ._progress import Progress
 from ._validation import as_matrix_ordered, as_n_jobs, as_noise, warn_large_sigma
 
 __all__ = ["prepare_call"]
 
 
 def prepare_call(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
-                 n_jobs: Optional[int] = None, output: Optional[int] = None) -> PreparedCall:
+                 n_jobs: Optional[int] = None, output: Optional[int] = None,
+                 progress: Optional[bool] = False, desc: str = "pgexact",
+                 stages: int = 1) -> PreparedCall:
     """Load ``model`` and validate ``X``, ``sigma``, ``noise`` and ``n_jobs`` against it.
 
     Parameters
@@ -37,6 +40,13 @@ def prepare_call(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
         OpenMP threads; None or -1 for all cores.
     output : int, optional
         The model's output column (see :func:`pgexact.load`).
+    progress : bool or None, default False
+        The user's ``progress`` (:mod:`pgexact._progress`); the caller closes the bar with
+        ``with call.progress:``.
+    desc : str
+        The bar's label and the warning's subject: the public function's name.
+    stages : int, default 1
+        Kernel runs the call makes one after the other.
 
     Returns
     -------
@@ -48,4 +58,5 @@ def prepare_call(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
     Xa, order = as_matrix_ordered(X, ens)
     sig, fam = as_noise(noise, sigma, ens.n_features, order)
     warn_large_sigma(Xa, sig, order)
-    return PreparedCall(ens, Xa, sig, fam, as_n_jobs(n_jobs), order)
+    bar = Progress(progress, Xa.shape[0], desc, stages)
+    return PreparedCall(ens, Xa, sig, fam, as_n_jobs(n_jobs), order, bar)

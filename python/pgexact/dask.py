@@ -32,6 +32,11 @@ are identical (bit for bit) to the in-memory results.
   workers already run one task per worker thread, so more threads per task would oversubscribe
   the cores. Raise it only for workers with one thread and several cores each.
 
+* ``progress`` is there for the same arguments as in memory, but the arrays are lazy: watch
+  their computation with dask's own diagnostics (``dask.diagnostics.ProgressBar`` locally,
+  ``distributed.progress`` or the dashboard on a cluster); ``progress=True`` says so in a
+  ValueError. The blocks show no bars of their own.
+
 Build the arrays while the ``Client`` that will compute them is active (the scattered model
 belongs to that client).
 """
@@ -53,6 +58,7 @@ from dask.delayed import delayed
 from . import _api, _moments
 from ._adapters import load
 from ._optional import optional
+from ._progress import check_progress
 from ._columns import ColumnOrder, identity_order
 from ._validation import (
     as_attributions,
@@ -302,7 +308,13 @@ def _attributions(rows: _Rows, attributions: Any, order: ColumnOrder) -> None:
 
 def _build(func: str, model: Any, X: Any, *, sigma: Any, noise: Any, n_jobs: Any,
            output: Optional[int], features: Any = None, ranking: Any = None,
-           attributions: Any = None, uses: Tuple[str, ...] = ()) -> da.Array:
+           attributions: Any = None, uses: Tuple[str, ...] = (),
+           progress: Optional[bool] = None) -> da.Array:
+    if check_progress(progress):
+        raise ValueError("progress: a lazy dask array has no bar of its own; watch its computation "
+                         "with dask's diagnostics instead: `with dask.diagnostics.ProgressBar(): "
+                         "result.compute()`, or `distributed.progress(result.persist())` on a "
+                         "cluster")
     ens = load(model, output=output)
     d = ens.n_features
     as_n_jobs(n_jobs)
@@ -318,7 +330,8 @@ def _build(func: str, model: Any, X: Any, *, sigma: Any, noise: Any, n_jobs: Any
             _ranking(rows, ranking)
         elif attributions is not None:
             _attributions(rows, attributions, order)
-    options = dict(rows.shared, sigma=sigma, noise=noise, n_jobs=n_jobs)
+    # no bars inside the tasks: dask's diagnostics show the blocks
+    options = dict(rows.shared, sigma=sigma, noise=noise, n_jobs=n_jobs, progress=False)
     wide = func in ("pg2_curve", "rank")
     dtype = np.int64 if func == "rank" else np.float64
     return cast(da.Array, da.map_blocks(
@@ -342,43 +355,48 @@ def _build(func: str, model: Any, X: Any, *, sigma: Any, noise: Any, n_jobs: Any
 
 
 def pg2(model: Any, X: Any, features: Any, *, sigma: Any = 0.3, noise: Any = "normal",
-        n_jobs: Optional[int] = 1, output: Optional[int] = None) -> da.Array:
+        n_jobs: Optional[int] = 1, output: Optional[int] = None,
+        progress: Optional[bool] = None) -> da.Array:
     """Lazy :func:`pgexact.pg2` over the row blocks of a dask array / DataFrame, (n,) float64."""
     return _build("pg2", model, X, features=features, sigma=sigma, noise=noise, n_jobs=n_jobs,
-                  output=output, uses=("features",))
+                  output=output, uses=("features",), progress=progress)
 
 
 def pg2_curve(model: Any, X: Any, ranking: Any, *, sigma: Any = 0.3, noise: Any = "normal",
-              n_jobs: Optional[int] = 1, output: Optional[int] = None) -> da.Array:
+              n_jobs: Optional[int] = 1, output: Optional[int] = None,
+        progress: Optional[bool] = None) -> da.Array:
     """Lazy :func:`pgexact.pg2_curve`: PG² of every prefix of the ranking, (n, d) float64."""
     return _build("pg2_curve", model, X, ranking=ranking, sigma=sigma, noise=noise,
-                  n_jobs=n_jobs, output=output, uses=("ranking",))
+                  n_jobs=n_jobs, output=output, uses=("ranking",), progress=progress)
 
 
 def pgi2(model: Any, X: Any, ranking: Any = None, *, attributions: Any = None, sigma: Any = 0.3,
-         noise: Any = "normal", n_jobs: Optional[int] = 1, output: Optional[int] = None
-         ) -> da.Array:
+         noise: Any = "normal", n_jobs: Optional[int] = 1, output: Optional[int] = None,
+         progress: Optional[bool] = None) -> da.Array:
     """Lazy :func:`pgexact.pgi2`, (n,) float64; greedy ranking when neither argument is given."""
     return _build("pgi2", model, X, ranking=ranking, attributions=attributions, sigma=sigma,
-                  noise=noise, n_jobs=n_jobs, output=output, uses=("ranking",))
+                  noise=noise, n_jobs=n_jobs, output=output, uses=("ranking",), progress=progress)
 
 
 def pgu2(model: Any, X: Any, ranking: Any = None, *, attributions: Any = None, sigma: Any = 0.3,
-         noise: Any = "normal", n_jobs: Optional[int] = 1, output: Optional[int] = None
-         ) -> da.Array:
+         noise: Any = "normal", n_jobs: Optional[int] = 1, output: Optional[int] = None,
+         progress: Optional[bool] = None) -> da.Array:
     """Lazy :func:`pgexact.pgu2`, (n,) float64; greedy ranking when neither argument is given."""
     return _build("pgu2", model, X, ranking=ranking, attributions=attributions, sigma=sigma,
-                  noise=noise, n_jobs=n_jobs, output=output, uses=("ranking",))
+                  noise=noise, n_jobs=n_jobs, output=output, uses=("ranking",), progress=progress)
 
 
 def rank(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
-         n_jobs: Optional[int] = 1, output: Optional[int] = None) -> da.Array:
+         n_jobs: Optional[int] = 1, output: Optional[int] = None,
+        progress: Optional[bool] = None) -> da.Array:
     """Lazy :func:`pgexact.rank`: the greedy PG² ranking per row, (n, d) int64."""
-    return _build("rank", model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
+    return _build("rank", model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                  progress=progress)
 
 
 def expected(model: Any, X: Any, features: Any, *, sigma: Any = 0.3, noise: Any = "normal",
-             n_jobs: Optional[int] = 1, output: Optional[int] = None) -> da.Array:
+             n_jobs: Optional[int] = 1, output: Optional[int] = None,
+        progress: Optional[bool] = None) -> da.Array:
     """Lazy :func:`pgexact.expected`: ``E[f(x')]`` with ``features`` perturbed, (n,) float64."""
     return _build("expected", model, X, features=features, sigma=sigma, noise=noise,
-                  n_jobs=n_jobs, output=output, uses=("features",))
+                  n_jobs=n_jobs, output=output, uses=("features",), progress=progress)

@@ -127,17 +127,31 @@ class Explainer:
             return self.feature_names
         return list(names)
 
-    def __call__(self, X: Any) -> "Explanation":
+    def __call__(self, X: Any, *, progress: Optional[bool] = None) -> "Explanation":
         """Explain every row of X (2-D numpy array or DataFrame; raw rows for a Pipeline).
 
         Everything per feature (``values``, ``ranking``, ``data``, ``feature_names``) follows
         X's columns as passed (``docs/columns.md``).
+
+        Parameters
+        ----------
+        X : array_like or DataFrame, shape (n, d)
+            The rows to explain.
+        progress : bool, optional
+            A bar on stderr (tqdm): None when the call is projected to take more than about
+            2 s, True always, False never (as in :func:`pgexact.rank`).
+
+        Returns
+        -------
+        Explanation
+            The greedy gains, ranking and curve of every row.
         """
         ens = self.ensemble
         if self._preprocess is not None:
             X = transform(self._preprocess, X)
         Xa, order = as_matrix_ordered(X, ens)
-        ranking, curve = rank_with_curve(ens, X, sigma=self.sigma, noise=self.noise, n_jobs=self.n_jobs)
+        ranking, curve = rank_with_curve(ens, X, sigma=self.sigma, noise=self.noise, n_jobs=self.n_jobs,
+                                         progress=progress)
         gains = np.diff(curve, axis=1, prepend=0.0)
         values = np.empty_like(curve)
         np.put_along_axis(values, ranking, gains, axis=1)

@@ -38,6 +38,7 @@ numbers), so ``pg2(S = top-k)`` and column ``k`` of ``pg2_curve`` agree for the 
 from __future__ import annotations
 
 import numbers
+import time
 from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Union, cast
 
 import numpy as np
@@ -46,6 +47,7 @@ from . import _validation as _v
 from ._adapters import predictor
 from ._columns import ColumnOrder
 from ._pipeline import unwrap
+from ._progress import Progress, check_progress
 from ._api import rank
 from ._target import Target
 from ._typing import ArrayLike, FloatArray, ModelLike, NoiseLike, SigmaLike
@@ -60,6 +62,10 @@ Estimate = Union[FloatArray, Tuple[FloatArray, FloatArray]]
 _MAX_ROWS_PER_CALL = 2_000_000
 #: upper bound on the float64 elements of one batch of perturbed copies (~64 MB)
 _MAX_ELEMENTS_PER_CALL = 8_000_000
+#: rows of the first predict call, before the time of one is known
+_FIRST_CALL_ROWS = 16_384
+#: target seconds of one predict call (Ctrl-C is handled between calls)
+_CALL_SECONDS = 0.25
 
 
 # --------------------------------------------------------------------------------------------
@@ -157,8 +163,9 @@ class _Moments:
 
 
 def _simulate(target: Target, X: np.ndarray, masks: np.ndarray, sigma: np.ndarray,
-              noise: Sampler, n_samples: int) -> Dict[str, np.ndarray]:
-    """Monte Carlo moments of the prediction gap.
+              noise: Sampler, n_samples: int, progress: Optional[bool] = False,
+              desc: str = "mc") -> Dict[str, np.ndarray]:
+    """Monte Carlo moments of the prediction gap, with a bar per ``progress`` (pgexact._progress).
 
     masks: (n or 1, P, d) bool.  Returns a dict of (n, P) arrays ``sq``/``sq_se``/``ab``/
     ``ab_se`` (per set) and (n,) arrays ``sq_avg``/``ab_avg`` with their ``_se`` (the mean over
@@ -178,35 +185,50 @@ def _simulate(target: Target, X: np.ndarray, masks: np.ndarray, sigma: np.ndarra
         raise ValueError(f"predict returned shape {f0.shape} for {n} rows")
 
     per_call = max(1, min(_MAX_ROWS_PER_CALL, _MAX_ELEMENTS_PER_CALL // max(d, 1)))
-    if P * K <= per_call:
-        rows_per_batch, k_chunk = max(1, per_call // (P * K)), K
-    else:
-        rows_per_batch, k_chunk = 1, max(1, per_call // P)
+    # Predict calls are sized to take about _CALL_SECONDS (measured as they go, starting small)
+    # so that Ctrl-C, which Python handles between calls, stops the loop within a second. The
+    # draws do not depend on the chunking (see the module's docstring).
+    seconds_per_row: Optional[float] = None
+
+    def call_rows() -> int:
+        if seconds_per_row is None:
+            return int(min(per_call, _FIRST_CALL_ROWS))
+        return int(max(1, min(per_call, int(_CALL_SECONDS / seconds_per_row))))
 
     m_sq, m_ab = _Moments(out_shape), _Moments(out_shape)
     a_sq, a_ab = _Moments((n,)), _Moments((n,))
-    for r0 in range(0, n, rows_per_batch):
-        rows = slice(r0, min(n, r0 + rows_per_batch))
-        nb = rows.stop - rows.start
-        xr = X[rows]
-        mr = masks[rows] if masks.shape[0] == n else np.broadcast_to(masks, (nb, P, d))
-        done = 0
-        for s0 in range(0, K, k_chunk):
-            kk = min(k_chunk, K - s0)
-            # x + delta for every (row, sample); NaN stays NaN
-            xs = xr[:, None, :] + noise.draw((nb, kk, d)) * sigma  # (nb, kk, d)
-            xp = np.empty((nb, P, kk, d), dtype=target.dtype)
-            xp[...] = xr[:, None, None, :]
-            np.copyto(xp, xs[:, None, :, :], where=mr[:, :, None, :])
-            y = predict(xp.reshape(-1, d)).reshape(nb, P, kk)
-            del xp, xs
-            gap = y - f0[rows, None, None]
-            sq, ab = gap * gap, np.abs(gap)
-            m_sq.add(rows, sq, done)
-            m_ab.add(rows, ab, done)
-            a_sq.add(rows, sq.mean(axis=1), done)
-            a_ab.add(rows, ab.mean(axis=1), done)
-            done += kk
+    r0 = 0
+    with Progress(progress, n, desc, warn=False) as bar:
+        while r0 < n:
+            limit = call_rows()
+            rows_per_batch = max(1, limit // (P * K))
+            rows = slice(r0, min(n, r0 + rows_per_batch))
+            nb = rows.stop - rows.start
+            xr = X[rows]
+            mr = masks[rows] if masks.shape[0] == n else np.broadcast_to(masks, (nb, P, d))
+            done = 0
+            while done < K:
+                # Several rows: all their samples at once (the draws are row after row);
+                # one row: its samples in chunks.
+                kk = K - done if nb > 1 else min(K - done, max(1, call_rows() // P))
+                # x + delta for every (row, sample); NaN stays NaN
+                xs = xr[:, None, :] + noise.draw((nb, kk, d)) * sigma  # (nb, kk, d)
+                xp = np.empty((nb, P, kk, d), dtype=target.dtype)
+                xp[...] = xr[:, None, None, :]
+                np.copyto(xp, xs[:, None, :, :], where=mr[:, :, None, :])
+                started = time.perf_counter()
+                y = predict(xp.reshape(-1, d)).reshape(nb, P, kk)
+                seconds_per_row = (time.perf_counter() - started) / (nb * P * kk)
+                del xp, xs
+                gap = y - f0[rows, None, None]
+                sq, ab = gap * gap, np.abs(gap)
+                m_sq.add(rows, sq, done)
+                m_ab.add(rows, ab, done)
+                a_sq.add(rows, sq.mean(axis=1), done)
+                a_ab.add(rows, ab.mean(axis=1), done)
+                done += kk
+                bar.advance(r0 * K + nb * done, n * K)
+            r0 = rows.stop
     return dict(
         sq=m_sq.mean, sq_se=m_sq.se(K), ab=m_ab.mean, ab_se=m_ab.se(K),
         sq_avg=a_sq.mean, sq_avg_se=a_sq.se(K), ab_avg=a_ab.mean, ab_avg_se=a_ab.se(K),
@@ -221,10 +243,12 @@ class _Setup(NamedTuple):
     K: int
     order: ColumnOrder  # X's columns -> the model's
     X: Any  # the rows as the model sees them (a Pipeline's transformed rows)
+    progress: Optional[bool]  # the user's progress= (pgexact._progress)
 
 
 def _setup(model: ModelLike, X: ArrayLike, sigma: SigmaLike, noise: NoiseLike, n_samples: int,
-           seed: Optional[int], output: Optional[int], n_jobs: Optional[int]) -> _Setup:
+           seed: Optional[int], output: Optional[int], n_jobs: Optional[int],
+           progress: Optional[bool] = None) -> _Setup:
     model, X = unwrap(model, X)  # a Pipeline: its final model on the transformed rows
     target = _resolve(model, output, n_jobs)
     A, order = _v.as_matrix_ordered(X, target)
@@ -232,7 +256,7 @@ def _setup(model: ModelLike, X: ArrayLike, sigma: SigmaLike, noise: NoiseLike, n
     sig, codes = _v.as_noise(noise, sigma, d, order)  # per-feature std and family codes
     _v.warn_large_sigma(A, sig, order)
     K = _check_n_samples(n_samples)
-    return _Setup(target, A, sig, Sampler(codes, seed), K, order, X)
+    return _Setup(target, A, sig, Sampler(codes, seed), K, order, X, check_progress(progress))
 
 
 def _ranking_for(st: _Setup, ranking: Optional[ArrayLike],
@@ -242,7 +266,7 @@ def _ranking_for(st: _Setup, ranking: Optional[ArrayLike],
     r = _as_ranking(ranking, attributions, n, d, st.order)
     if r is None:  # the greedy exact ranking, as in pgexact.pgi2 (on X as passed)
         greedy = rank(st.target.exact_model, st.X, sigma=sigma, noise=noise, n_jobs=n_jobs,
-                      output=output)
+                      output=output, progress=st.progress)
         r = st.order.ranking(np.asarray(greedy, dtype=np.int64)).reshape(n, d)
     return r
 
@@ -258,8 +282,8 @@ def _ret(value: np.ndarray, se: np.ndarray, return_se: bool) -> Estimate:
 
 def pg2(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike = 0.3,
         noise: NoiseLike = "normal", output: Optional[int] = None, n_samples: int = 1000,
-        seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None
-        ) -> Estimate:
+        seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None,
+        progress: Optional[bool] = None) -> Estimate:
     """Monte Carlo estimate of ``PG2(x, S) = E[(f(x') - f(x))^2]`` for each row of ``X``.
 
     Parameters
@@ -280,32 +304,38 @@ def pg2(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike
         Seed of the noise stream; None for fresh draws.
     return_se : bool, default False
         Also return the standard error of each estimate.
+    progress : bool, optional
+        A bar on stderr (tqdm): None when the call is projected to take more than about 2 s,
+        True always, False never (as in :func:`pgexact.pg2`). Ctrl-C stops it within a second.
 
     Returns
     -------
     numpy.ndarray of shape (n,), float64, or a pair of them
         The estimates, or ``(estimates, standard errors)`` with ``return_se=True``.
     """
-    st = _setup(model, X, sigma, noise, n_samples, seed, output, n_jobs)
+    st = _setup(model, X, sigma, noise, n_samples, seed, output, n_jobs, progress)
     n, d = st.A.shape
     mask = _v.as_feature_mask(features, st.target, n, st.order).astype(bool)
-    r = _simulate(st.target, st.A, mask.reshape(-1, 1, d), st.sigma, st.sampler, st.K)
+    r = _simulate(st.target, st.A, mask.reshape(-1, 1, d), st.sigma, st.sampler, st.K,
+                  st.progress, "mc.pg2")
     return _ret(r["sq"][:, 0], r["sq_se"][:, 0], return_se)
 
 
 def _curve_stats(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike],
                  attributions: Optional[ArrayLike], sigma: SigmaLike, noise: NoiseLike,
                  output: Optional[int], n_samples: int, seed: Optional[int],
-                 n_jobs: Optional[int], bottom: bool) -> Dict[str, np.ndarray]:
-    st = _setup(model, X, sigma, noise, n_samples, seed, output, n_jobs)
+                 n_jobs: Optional[int], bottom: bool, progress: Optional[bool], desc: str
+                 ) -> Dict[str, np.ndarray]:
+    st = _setup(model, X, sigma, noise, n_samples, seed, output, n_jobs, progress)
     r = _ranking_for(st, ranking, attributions, sigma, noise, output, n_jobs)
-    return _simulate(st.target, st.A, _prefix_masks(r, bottom), st.sigma, st.sampler, st.K)
+    return _simulate(st.target, st.A, _prefix_masks(r, bottom), st.sigma, st.sampler, st.K,
+                     st.progress, desc)
 
 
 def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: SigmaLike = 0.3,
               noise: NoiseLike = "normal", output: Optional[int] = None,
               n_samples: int = 1000, seed: Optional[int] = 0, return_se: bool = False,
-              n_jobs: Optional[int] = None) -> Estimate:
+              n_jobs: Optional[int] = None, progress: Optional[bool] = None) -> Estimate:
     """Monte Carlo ``PG2`` of every top-k prefix of ``ranking``.
 
     Parameters
@@ -313,7 +343,7 @@ def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: Sigm
     ranking : array_like of int, shape (d,) or (n, d)
         Positions of the columns of X (a permutation), most important first; see
         docs/columns.md.
-    model, X, sigma, noise, output, n_samples, seed, return_se, n_jobs
+    model, X, sigma, noise, output, n_samples, seed, return_se, n_jobs, progress
         As in :func:`pg2`.
 
     Returns
@@ -325,24 +355,25 @@ def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: Sigm
     if ranking is None:
         raise TypeError("ranking: required (a (d,) or (n, d) permutation)")
     r = _curve_stats(model, X, ranking, None, sigma, noise, output, n_samples, seed, n_jobs,
-                     bottom=False)
+                     False, progress, "mc.pg2_curve")
     return _ret(r["sq"], r["sq_se"], return_se)
 
 
 def _averaged(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike],
               attributions: Optional[ArrayLike], sigma: SigmaLike, noise: NoiseLike,
               output: Optional[int], n_samples: int, seed: Optional[int], return_se: bool,
-              n_jobs: Optional[int], bottom: bool, key: str) -> Estimate:
+              n_jobs: Optional[int], bottom: bool, key: str, progress: Optional[bool],
+              desc: str) -> Estimate:
     r = _curve_stats(model, X, ranking, attributions, sigma, noise, output, n_samples, seed,
-                     n_jobs, bottom)
+                     n_jobs, bottom, progress, desc)
     return _ret(r[key], r[key + "_se"], return_se)
 
 
 def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
          attributions: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
          noise: NoiseLike = "normal", output: Optional[int] = None, n_samples: int = 1000,
-         seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None
-         ) -> Estimate:
+         seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None,
+         progress: Optional[bool] = None) -> Estimate:
     """Monte Carlo ``PGI2``: the mean of ``PG2`` over the top-k prefixes, k = 1..d.
 
     Parameters
@@ -353,7 +384,7 @@ def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
     attributions : array_like of float, shape (n, d), optional
         Ranked by ``argsort(-|attributions|)`` (stable). With neither, the exact greedy
         ranking :func:`pgexact.rank`.
-    model, X, sigma, noise, output, n_samples, seed, return_se, n_jobs
+    model, X, sigma, noise, output, n_samples, seed, return_se, n_jobs, progress
         As in :func:`pg2`.
 
     Returns
@@ -362,43 +393,43 @@ def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
         The estimates, or ``(estimates, standard errors)`` with ``return_se=True``.
     """
     return _averaged(model, X, ranking, attributions, sigma, noise, output, n_samples, seed,
-                     return_se, n_jobs, False, "sq_avg")
+                     return_se, n_jobs, False, "sq_avg", progress, "mc.pgi2")
 
 
 def pgu2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
          attributions: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
          noise: NoiseLike = "normal", output: Optional[int] = None, n_samples: int = 1000,
-         seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None
-         ) -> Estimate:
+         seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None,
+         progress: Optional[bool] = None) -> Estimate:
     """Monte Carlo ``PGU2``: the mean of ``PG2`` over the bottom-k sets, k = 1..d.
 
     Parameters and Returns as :func:`pgi2`.
     """
     return _averaged(model, X, ranking, attributions, sigma, noise, output, n_samples, seed,
-                     return_se, n_jobs, True, "sq_avg")
+                     return_se, n_jobs, True, "sq_avg", progress, "mc.pgu2")
 
 
 def pgi(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
         attributions: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
         noise: NoiseLike = "normal", output: Optional[int] = None, n_samples: int = 1000,
-        seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None
-        ) -> Estimate:
+        seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None,
+        progress: Optional[bool] = None) -> Estimate:
     """Monte Carlo ``PGI``: the mean over the top-k prefixes of ``E|f(x') - f(x)|``.
 
     Parameters and Returns as :func:`pgi2`.
     """
     return _averaged(model, X, ranking, attributions, sigma, noise, output, n_samples, seed,
-                     return_se, n_jobs, False, "ab_avg")
+                     return_se, n_jobs, False, "ab_avg", progress, "mc.pgi")
 
 
 def pgu(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
         attributions: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
         noise: NoiseLike = "normal", output: Optional[int] = None, n_samples: int = 1000,
-        seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None
-        ) -> Estimate:
+        seed: Optional[int] = 0, return_se: bool = False, n_jobs: Optional[int] = None,
+        progress: Optional[bool] = None) -> Estimate:
     """Monte Carlo ``PGU``: the mean over the bottom-k sets of ``E|f(x') - f(x)|``.
 
     Parameters and Returns as :func:`pgi2`.
     """
     return _averaged(model, X, ranking, attributions, sigma, noise, output, n_samples, seed,
-                     return_se, n_jobs, True, "ab_avg")
+                     return_se, n_jobs, True, "ab_avg", progress, "mc.pgu")

@@ -43,6 +43,7 @@ from . import mc
 from ._adapters import predictor
 from ._pipeline import unwrap
 from ._prepare import prepare_call
+from ._progress import check_progress
 from .noise import Sampler
 
 __all__ = ["pgi", "pgu"]
@@ -58,7 +59,7 @@ def _trapezoid_auc(values: np.ndarray) -> np.ndarray:
 
 def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, noise: Any,
               n_samples: Any, auc: Any, seed: Any, output: Optional[int], exact: Any,
-              n_jobs: Optional[int], important: bool) -> np.ndarray:
+              n_jobs: Optional[int], important: bool, progress: Optional[bool]) -> np.ndarray:
     if not isinstance(auc, (bool, np.bool_)):
         raise TypeError(f"auc: expected True or False, got {auc!r}")
     if not isinstance(exact, (bool, np.bool_)):
@@ -67,7 +68,8 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
     seed = _v.as_seed(seed)
     model, X = unwrap(model, X)  # a Pipeline: its final model on the transformed rows
     if exact:
-        call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
+        call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                            progress=progress, desc="openxai.pgi" if important else "openxai.pgu")
         n, d = call.n_rows, call.n_features
     else:
         target = predictor(model, output, n_jobs)
@@ -82,11 +84,13 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
 
     if exact:
         if important:  # T_k = top-k prefix: column k-1 of the curve
-            curve = call.pg2_curve(ranking)
+            with call.progress:
+                curve = call.pg2_curve(ranking)
             values = curve[:, ks - 1]
         else:  # complement of T_k = bottom-(d-k) prefix of the reversed ranking; empty for k = d
             reverse = np.ascontiguousarray(ranking[:, ::-1])
-            curve = call.pg2_curve(reverse)
+            with call.progress:
+                curve = call.pg2_curve(reverse)
             values = np.zeros((n, ks.size))
             inner = ks < d
             values[:, inner] = curve[:, d - ks[inner] - 1]
@@ -95,7 +99,8 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
         np.put_along_axis(pos, ranking, np.arange(d)[None, :], axis=1)  # rank of each feature
         top = pos[:, None, :] < ks[None, :, None]  # (n, P, d): T_k for every k evaluated
         masks = top if important else ~top
-        stats = mc._simulate(target, A, masks, sig, Sampler(codes, seed), n_samples)
+        stats = mc._simulate(target, A, masks, sig, Sampler(codes, seed), n_samples,
+                             check_progress(progress), "openxai.pgi" if important else "openxai.pgu")
         values = stats["ab"]
     return _trapezoid_auc(np.asarray(values, dtype=np.float64))
 
@@ -103,7 +108,7 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
 def pgi(model: Any, X: Any, attributions: Any, *, k: Any = 0.25, sigma: Any = 0.1,
         n_samples: int = 100, auc: bool = True, seed: Optional[int] = None,
         output: Optional[int] = None, exact: bool = False, noise: Any = "normal",
-        n_jobs: Optional[int] = None) -> np.ndarray:
+        n_jobs: Optional[int] = None, progress: Optional[bool] = None) -> np.ndarray:
     """OpenXAI's Prediction Gap on Important features, per row, (n,) float64.
 
     Perturbs the top-k features by ``|attributions|`` and averages ``|f(x') - f(x)|`` over
@@ -133,15 +138,19 @@ def pgi(model: Any, X: Any, attributions: Any, *, k: Any = 0.25, sigma: Any = 0.
         absolute gap (``n_samples`` and ``seed`` are then unused).
     n_jobs
         Threads (None: all cores); results do not depend on it.
+    progress
+        A bar on stderr (tqdm): None when the call is projected to take more than about 2 s,
+        True always, False never (as in :func:`pgexact.pg2`).
     """
     return _evaluate(model, X, attributions, k=k, sigma=sigma, noise=noise, n_samples=n_samples,
-                     auc=auc, seed=seed, output=output, exact=exact, n_jobs=n_jobs, important=True)
+                     auc=auc, seed=seed, output=output, exact=exact, n_jobs=n_jobs, important=True,
+                     progress=progress)
 
 
 def pgu(model: Any, X: Any, attributions: Any, *, k: Any = 0.25, sigma: Any = 0.1,
         n_samples: int = 100, auc: bool = True, seed: Optional[int] = None,
         output: Optional[int] = None, exact: bool = False, noise: Any = "normal",
-        n_jobs: Optional[int] = None) -> np.ndarray:
+        n_jobs: Optional[int] = None, progress: Optional[bool] = None) -> np.ndarray:
     """OpenXAI's Prediction Gap on Unimportant features, per row, (n,) float64.
 
     Keeps the top-k features by ``|attributions|`` fixed and perturbs the other ``d - k``
@@ -149,4 +158,5 @@ def pgu(model: Any, X: Any, attributions: Any, *, k: Any = 0.25, sigma: Any = 0.
     features for k = 1..d (the paper's convention). Parameters as :func:`pgi`.
     """
     return _evaluate(model, X, attributions, k=k, sigma=sigma, noise=noise, n_samples=n_samples,
-                     auc=auc, seed=seed, output=output, exact=exact, n_jobs=n_jobs, important=False)
+                     auc=auc, seed=seed, output=output, exact=exact, n_jobs=n_jobs, important=False,
+                     progress=progress)

@@ -171,6 +171,9 @@ class Arena {
 
   // A single-output arena holding only the trees of `output` (leaf values keep their weights).
   Arena select_output(std::int32_t output) const;
+  // The given trees (indices, in the given order) with their outputs: a sub-ensemble, e.g.
+  // for timing a kernel on a sample of the trees.
+  Arena select_trees(const std::vector<std::int64_t>& trees) const;
 
  private:
   bool categorical_goes_left(std::int32_t n, double x) const;

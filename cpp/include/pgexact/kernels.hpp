@@ -38,6 +38,7 @@
 
 #include "pgexact/arena.hpp"
 #include "pgexact/noise.hpp"
+#include "pgexact/run_control.hpp"
 
 namespace pgexact {
 
@@ -164,22 +165,22 @@ void check_perturbable(const Arena& arena, const std::uint8_t* perturbed, std::i
 // PG2 for n rows; `perturbed` is one mask of n_features entries, or one per row.
 void pg2_batch(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                const std::uint8_t* perturbed, bool mask_per_row, int n_threads, Pruning pruning,
-               double* out);
+               double* out, RunControl* control = nullptr);
 
 // PG2 of every prefix of a ranking: out[i, k] = PG2(x_i, first k+1 entries of the ranking),
 // for k < n_steps. `ranking` is one permutation of n_features entries, or one per row.
 void pg2_curve_batch(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                      const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps,
-                     int n_threads, Pruning pruning, double* out);
+                     int n_threads, Pruning pruning, double* out, RunControl* control = nullptr);
 
 // E[f(x')] for n rows: the expected raw output when the masked features are perturbed.
 void expected_batch(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
-                    const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out);
+                    const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out, RunControl* control = nullptr);
 
 // out[i, j] = E[delta_j * f(x_i + delta)] with every feature perturbed (0 where x_ij is NaN,
 // which stays missing). With PG2 of all features these give Yeh et al.'s infidelity exactly.
 void first_moments_batch(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
-                         int n_threads, double* out);
+                         int n_threads, double* out, RunControl* control = nullptr);
 
 // Threads to start for n_threads (<= 0: all available), never more than there are rows or
 // four per core: each thread costs a workspace, and results do not depend on the count.
@@ -193,10 +194,13 @@ std::int64_t rows_per_block(std::int64_t n_rows, int n_threads, std::int64_t cap
 
 // Runs body(ws, i) for every row i, in parallel over rows with one Workspace per thread. Rows
 // are independent and each is computed by one thread in a fixed order, so the results are
-// bit-identical for any thread count.
+// bit-identical for any thread count. With a control, each row is one unit of progress, and
+// rows not started when it is stopped are skipped.
 template <typename Body>
-void for_each_row(const Arena& arena, std::int64_t n_rows, int n_threads, Body&& body) {
+void for_each_row(const Arena& arena, std::int64_t n_rows, int n_threads, Body&& body,
+                  RunControl* control = nullptr) {
   const int threads = resolve_threads(n_threads, n_rows);
+  plan(control, n_rows);
 #ifdef PGEXACT_OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
@@ -205,7 +209,11 @@ void for_each_row(const Arena& arena, std::int64_t n_rows, int n_threads, Body&&
 #ifdef PGEXACT_OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-    for (std::int64_t i = 0; i < n_rows; ++i) body(ws, i);
+    for (std::int64_t i = 0; i < n_rows; ++i) {
+      if (stopped(control)) continue;
+      body(ws, i);
+      advance(control, 1);
+    }
   }
   (void)threads;
 }

@@ -38,6 +38,7 @@
 
 #include "pgexact/arena.hpp"
 #include "pgexact/noise.hpp"
+#include "pgexact/run_control.hpp"
 
 namespace pgexact {
 
@@ -46,16 +47,18 @@ bool pairs_apply(const Arena& arena);
 
 // PG2 for n rows; `perturbed` is one mask of n_features entries, or one per row.
 void pg2_pairs(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
-               const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out);
+               const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
+               RunControl* control = nullptr);
 
 // out[i, k] = PG2(x_i, first k+1 entries of the ranking) for k < n_steps.
 void pg2_curve_pairs(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                      const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
-                     double* out);
+                     double* out, RunControl* control = nullptr);
 
 // Greedy ranking (ties to the lower index; categorical features last, never perturbed) and its
 // curve, curve_out[i, k] = PG2(x_i, first k+1 chosen features), bit for bit pg2_curve's.
 void greedy_rank_pairs(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
-                       int n_threads, std::int64_t* ranking_out, double* curve_out);
+                       int n_threads, std::int64_t* ranking_out, double* curve_out,
+                       RunControl* control = nullptr);
 
 }  // namespace pgexact

@@ -13,6 +13,7 @@ namespace pgexact {
 // curve_out[i, k] = PG2(x_i, S_{k+1}). Features with categorical splits are ranked last, in
 // index order, and never perturbed (their curve entries repeat the previous value).
 void greedy_rank_batch(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
-                       int n_threads, Pruning pruning, std::int64_t* ranking_out, double* curve_out);
+                       int n_threads, Pruning pruning, std::int64_t* ranking_out, double* curve_out,
+                       RunControl* control = nullptr);
 
 }  // namespace pgexact

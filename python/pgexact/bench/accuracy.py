@@ -10,7 +10,7 @@ import numpy as np
 import pgexact
 from pgexact import mc, metrics
 
-from .common import (Args, Json, bar, best_time, echo, finish_command, fmt_time,
+from .common import (call_progress, Args, Json, bar, best_time, echo, finish_command, fmt_time,
                      require_matplotlib, text_table)
 from .data import random_pairs
 from .models import Setup, model_line, prepare_setup
@@ -45,7 +45,7 @@ def run_accuracy(args: Args, setup: Setup, sigmas: Sequence[float],
     N = Xp.shape[0]
     iterations = sorted(set(int(k) for k in iterations))
     # warm-up: thread pools, first-call allocations
-    pgexact.pg2(setup.ens, Xp[:1], mask[:1], sigma=sigmas[0], n_jobs=args.n_jobs)
+    pgexact.pg2(setup.ens, Xp[:1], mask[:1], sigma=sigmas[0], n_jobs=args.n_jobs, progress=False)
     mc.pg2(setup.model, Xp[:1], mask[:1], sigma=sigmas[0], n_samples=4, seed=0, n_jobs=args.n_jobs)
 
     rows, matched = [], []
@@ -53,7 +53,8 @@ def run_accuracy(args: Args, setup: Setup, sigmas: Sequence[float],
     for i, s in enumerate(sigmas):
         pbar.set_postfix_str(f"sigma={s:g} exact")
         exact, t_exact = best_time(
-            lambda: pgexact.pg2(setup.ens, Xp, mask, sigma=s, n_jobs=args.n_jobs))
+            lambda: pgexact.pg2(setup.ens, Xp, mask, sigma=s, n_jobs=args.n_jobs,
+                                progress=call_progress(args)))
         exact = np.asarray(exact, dtype=np.float64)
         t_exact /= N
         pbar.update()

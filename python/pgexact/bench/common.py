@@ -19,7 +19,7 @@ import numpy as np
 from .._optional import install_hint, optional
 
 __all__ = [
-    "Args", "Json", "PROG", "UsageError", "bar", "bars_enabled", "best_time", "echo", "finish_command",
+    "Args", "Json", "PROG", "UsageError", "bar", "bars_enabled", "call_progress", "best_time", "echo", "finish_command",
     "first_line", "float_key",
     "fmt_time", "join_floats", "json_default", "load_average", "log", "markdown_table",
     "pg_column", "progress", "require_matplotlib", "require_xgboost", "save_figure",
@@ -48,6 +48,12 @@ def log(args: Args, msg: str) -> None:
 def bars_enabled(args: Args) -> bool:
     """Progress bars only on a terminal and without --quiet (never into a log file)."""
     return not args.quiet and bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+
+def call_progress(args: Args) -> Optional[bool]:
+    """``progress=`` for the library calls a command makes: their own bars under the same
+    conditions as the command's (None: for calls projected to take more than ~2 s), else none."""
+    return None if bars_enabled(args) else False
 
 
 class NoBar:

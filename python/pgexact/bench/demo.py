@@ -18,7 +18,7 @@ from pgexact.metrics import nmae
 
 from .._optional import install_hint, optional
 
-from .common import (Args, Json, UsageError, bar, echo, fmt_time, log, require_matplotlib,
+from .common import (call_progress, Args, Json, UsageError, bar, echo, fmt_time, log, require_matplotlib,
                      require_xgboost, save_figure, text_table, timed, versions, write_json)
 from .data import load_named
 from .models import RECIPES, fit_xgb
@@ -34,7 +34,7 @@ def run_demo(args: Args, X: np.ndarray, model: Any) -> Tuple[np.ndarray, float, 
     """
     n, d = X.shape
     te = pgexact.load(model)
-    common = dict(sigma=args.sigma, n_jobs=args.n_jobs)
+    common = dict(sigma=args.sigma, n_jobs=args.n_jobs, progress=call_progress(args))
     # warm up both paths on one row (thread pools, first-call allocations)
     pgexact.pgi2(te, X[:1], np.arange(d), **common)
     mc.pgi2(model, X[:1], np.arange(d), n_samples=10, seed=args.seed, **common)

@@ -10,7 +10,7 @@ import numpy as np
 import pgexact
 from pgexact import metrics
 
-from .common import (Args, Json, UsageError, echo, finish_command, first_line, log, pg_column, progress,
+from .common import (call_progress, Args, Json, UsageError, echo, finish_command, first_line, log, pg_column, progress,
                      require_matplotlib, text_table, timed)
 from .data import eval_rows
 from .models import Setup, model_line, prepare_setup
@@ -41,7 +41,8 @@ def greedy_rankings(args: Args, setup: Setup, X: np.ndarray, sigmas: Sequence[fl
     """The greedy PG² ranking of ``X`` at each sigma: ``({sigma: ranking}, {sigma: seconds})``."""
     out, times = {}, {}
     for s in progress(args, sigmas, total=len(sigmas), desc=desc):
-        R, t = timed(pgexact.rank, setup.ens, X, sigma=s, n_jobs=args.n_jobs)
+        R, t = timed(pgexact.rank, setup.ens, X, sigma=s, n_jobs=args.n_jobs,
+                     progress=call_progress(args))
         out[s], times[s] = np.asarray(R, dtype=np.int64), t
     return out, times
 

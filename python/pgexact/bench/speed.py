@@ -12,7 +12,7 @@ from pgexact import mc
 from pgexact._kernels import PreparedCall
 from pgexact._prepare import prepare_call
 
-from .common import (Args, Json, bar, best_time, echo, finish_command, fmt_time, require_matplotlib,
+from .common import (call_progress, Args, Json, bar, best_time, echo, finish_command, fmt_time, require_matplotlib,
                      require_xgboost, text_table, timed)
 from .data import Dataset, load_data, random_pairs
 from .models import fit_xgb
@@ -71,8 +71,8 @@ def run_speed(args: Args, data: Dataset, *, n_pairs: int, mc_iterations: int, bu
         if out and leaves > max_leaves:
             break
         pbar.set_postfix_str(f"{leaves} leaves")
-        pgexact.pg2(ens, Xp[:1], mask[:1], sigma=sigma, n_jobs=args.n_jobs)  # warm-up
-        exact, t_exact = best_time(lambda: pgexact.pg2(ens, Xp, mask, sigma=sigma,
+        pgexact.pg2(ens, Xp[:1], mask[:1], sigma=sigma, n_jobs=args.n_jobs, progress=False)  # warm-up
+        exact, t_exact = best_time(lambda: pgexact.pg2(ens, Xp, mask, sigma=sigma, progress=call_progress(args),
                                                        n_jobs=args.n_jobs))
         est, t_mc = best_time(lambda: mc.pg2(model, Xp, mask, sigma=sigma,
                                              n_samples=mc_iterations, seed=args.seed,

@@ -1,0 +1,147 @@
+"""Progress bars, the slow-call warning and pgexact.estimate (pgexact._progress, _estimate)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import pgexact
+from pgexact import _progress
+
+
+def _rows(data, n=40):
+    return np.ascontiguousarray(data[0][:n])
+
+
+EXACT_CALLS = {
+    "pg2": lambda m, X, **kw: pgexact.pg2(m, X, [0, 2], **kw),
+    "pg2_curve": lambda m, X, **kw: pgexact.pg2_curve(m, X, np.arange(X.shape[1]), **kw),
+    "pgi2": lambda m, X, **kw: pgexact.pgi2(m, X, **kw),
+    "pgu2": lambda m, X, **kw: pgexact.pgu2(m, X, **kw),
+    "rank": lambda m, X, **kw: pgexact.rank(m, X, **kw),
+    "expected": lambda m, X, **kw: pgexact.expected(m, X, [1], **kw),
+    "infidelity": lambda m, X, **kw: pgexact.infidelity(m, X, np.ones(X.shape), **kw),
+    "explainer": lambda m, X, **kw: pgexact.Explainer(m)(X, **kw),
+    "mc.pgi2": lambda m, X, **kw: pgexact.mc.pgi2(m, X, np.arange(X.shape[1]), n_samples=50, **kw),
+    "openxai.pgi": lambda m, X, **kw: pgexact.openxai.pgi(m, X, np.ones(X.shape), seed=0, **kw),
+    "openxai.pgu exact": lambda m, X, **kw: pgexact.openxai.pgu(m, X, np.ones(X.shape), exact=True,
+                                                                **kw),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXACT_CALLS))
+def test_bar_on_stderr_never_stdout(reg_model, data, capsys, name):
+    X = _rows(data)
+    quiet = EXACT_CALLS[name](reg_model, X, progress=False)
+    assert capsys.readouterr().err == ""
+    shown = EXACT_CALLS[name](reg_model, X, progress=True)
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "row" in err and f"{len(X)}/{len(X)}" in err  # tqdm's counter reached every row
+    # the bar changes nothing
+    for a, b in zip(np.atleast_1d(quiet), np.atleast_1d(shown)):
+        np.testing.assert_array_equal(getattr(a, "values", a), getattr(b, "values", b))
+
+
+def test_default_shows_no_bar_for_a_quick_call(reg_model, data, capsys):
+    pgexact.pgi2(reg_model, _rows(data))
+    assert capsys.readouterr() == ("", "")
+
+
+def test_default_opens_the_bar_for_a_call_projected_long(reg_model, data, capsys, monkeypatch):
+    monkeypatch.setattr(_progress, "SETTLE_SECONDS", 0.0)
+    monkeypatch.setattr(_progress, "BAR_SECONDS", 0.0)
+    pgexact.pgi2(reg_model, _rows(data))
+    out, err = capsys.readouterr()
+    assert out == "" and "pgi2" in err
+
+
+def test_without_tqdm_no_bar_and_no_error(reg_model, data, capsys, monkeypatch):
+    monkeypatch.setattr(_progress, "optional", lambda module: None)
+    a = pgexact.pgi2(reg_model, _rows(data), progress=True)
+    np.testing.assert_array_equal(a, pgexact.pgi2(reg_model, _rows(data), progress=False))
+    assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, 0.5])
+def test_progress_must_be_a_bool_or_none(reg_model, data, bad):
+    with pytest.raises(TypeError, match="^progress"):
+        pgexact.pg2(reg_model, _rows(data), [0], progress=bad)
+
+
+def test_dask_points_to_its_own_diagnostics(reg_model, data):
+    da = pytest.importorskip("dask.array")
+    import pgexact.dask as pgd
+
+    X = da.from_array(_rows(data), chunks=(10, -1))
+    with pytest.raises(ValueError, match="^progress: .*dask.diagnostics.ProgressBar"):
+        pgd.pgi2(reg_model, X, progress=True)
+    np.testing.assert_array_equal(pgd.pgi2(reg_model, X, progress=None).compute(),
+                                  pgexact.pgi2(reg_model, _rows(data)))
+
+
+# ------------------------------------------------------------------------ the slow-call warning
+def _projecting(monkeypatch, threshold):
+    """Every call's projection is its own elapsed time; warn above ``threshold`` seconds."""
+    monkeypatch.setattr(_progress, "SETTLE_SECONDS", 0.0)
+    monkeypatch.setattr(_progress, "WARN_SECONDS", threshold)
+
+
+@pytest.mark.parametrize("name", ["pgi2", "rank", "infidelity", "pgu2"])
+def test_warning_above_the_threshold_once(reg_model, data, monkeypatch, name):
+    _projecting(monkeypatch, 0.0)
+    with pytest.warns(pgexact.PerformanceWarning) as record:
+        EXACT_CALLS[name](reg_model, _rows(data), progress=False)
+    ours = [w for w in record if issubclass(w.category, pgexact.PerformanceWarning)]
+    assert len(ours) == 1  # once, however many kernels the call runs
+    message = str(ours[0].message)
+    for way_out in ("n_jobs", "fewer rows", "pgexact.dask", "pgexact.mc", "expected to take"):
+        assert way_out in message
+    assert ours[0].filename == __file__  # points at the user's call
+    assert issubclass(pgexact.PerformanceWarning, UserWarning)
+
+
+def test_no_warning_below_the_threshold(reg_model, data, monkeypatch):
+    _projecting(monkeypatch, 1e9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pgexact.PerformanceWarning)
+        pgexact.pgi2(reg_model, _rows(data))
+        pgexact.rank(reg_model, _rows(data))
+
+
+def test_monte_carlo_does_not_warn(reg_model, data, monkeypatch):
+    _projecting(monkeypatch, 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pgexact.PerformanceWarning)
+        pgexact.mc.pg2(reg_model, _rows(data), [0], n_samples=20)
+
+
+# ----------------------------------------------------------------------------- estimate
+@pytest.mark.parametrize("kind", ["pg2", "pgi2", "rank"])
+def test_estimate_of_a_quick_call_is_its_time(reg_model, data, kind):
+    seconds = pgexact.estimate(reg_model, _rows(data), kind, n_jobs=1)
+    assert 0.0 < seconds < 5.0
+
+
+def test_estimate_with_a_ranking_and_refusals(reg_model, data):
+    X = _rows(data)
+    assert pgexact.estimate(reg_model, X, ranking=np.arange(X.shape[1])) > 0.0
+    assert pgexact.estimate(reg_model, X[:0]) == 0.0
+    with pytest.raises(ValueError, match="^kind"):
+        pgexact.estimate(reg_model, X, "shap")
+    with pytest.raises(ValueError, match="^ranking"):
+        pgexact.estimate(reg_model, X, "rank", ranking=np.arange(X.shape[1]))
+    with pytest.raises(ValueError, match="^ranking"):
+        pgexact.estimate(reg_model, X, ranking=[0, 0, 1, 2, 3])
+
+
+def test_estimate_projects_from_the_rate(monkeypatch):
+    """The projection: time so far plus the units left at the rate seen between reports."""
+    from pgexact import _estimate
+
+    cal = _estimate._Calibration(10)
+    cal.samples = [(0.1, 0, 1000), (0.2, 10, 1000), (0.4, 30, 1000)]
+    # 20 units in 0.2 s: 100 units/s; 970 left -> 9.7 s after 0.4 s
+    assert cal.projected() == pytest.approx(0.4 + 9.7)
