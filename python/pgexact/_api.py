@@ -25,7 +25,7 @@ def pg2(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike
     Parameters
     ----------
     model : model object, path or TreeEnsemble
-        An XGBoost, LightGBM or scikit-learn tree model, a saved model file, or a
+        An XGBoost, LightGBM, CatBoost or scikit-learn tree model, a saved model file, or a
         :class:`pgexact.TreeEnsemble` (see :func:`pgexact.load`).
     X : array_like or DataFrame, shape (n, d)
         The rows; DataFrame columns are matched to the model's feature names.

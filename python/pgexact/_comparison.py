@@ -35,7 +35,7 @@ def shap_values(model: Any, X: Any, *, output: Optional[int] = None) -> np.ndarr
 
     Parameters
     ----------
-    model : XGBoost, LightGBM or scikit-learn model object
+    model : XGBoost, LightGBM, CatBoost or scikit-learn model object
         The library model (not a TreeEnsemble or a path: SHAP needs the object).
     X : array_like or DataFrame, shape (n, d)
         The rows.

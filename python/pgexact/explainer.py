@@ -75,8 +75,8 @@ class Explainer:
     Parameters
     ----------
     model
-        Anything :func:`pgexact.load` accepts (XGBoost, LightGBM, scikit-learn tree models, a
-        model file path, a ``TreeEnsemble``), or a scikit-learn ``Pipeline`` whose last step is
+        Anything :func:`pgexact.load` accepts (XGBoost, LightGBM, CatBoost, scikit-learn tree
+        models, a model file path, a ``TreeEnsemble``), or a scikit-learn ``Pipeline`` whose last step is
         one of those. A Pipeline's earlier steps transform ``X`` (pass the raw rows) and its last
         step is explained on the transformed features, named by ``get_feature_names_out``
         when the steps provide names; perturbation happens in that space. The model is parsed
