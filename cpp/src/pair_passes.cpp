@@ -94,7 +94,8 @@ __attribute__((always_inline)) inline vb pair_code(const LaneView& lanes, const 
 // P(box) of a lane's set is the product of the masses of its perturbed features in the pair's
 // fixed entry order (multiplying by 1.0 elsewhere is exact): the canonical product, the same
 // in all three passes. Membership of a feature in each lane's set is precomputed once per call
-// as a lane mask, so a factor costs a masked multiply.
+// (a lane mask; for curves, the first prefix whose set holds it), so a factor costs a masked
+// multiply.
 //
 // Terms are added plainly over the pairs of one leaf u of the first tree (a run: at most the
 // leaves of the second tree intersecting u's box), then the run's sum is added, compensated,
