@@ -11,9 +11,18 @@
 #endif
 
 // The lane helpers take and return 64-byte vectors; they are always inlined, so the ABI note
-// GCC gives for builds without AVX-512 does not apply.
-#if defined(__GNUC__) && !defined(__clang__)
+// GCC and Clang give for builds without AVX-512 does not apply.
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpsabi"
+#elif defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+// A lane permutation by constant indices: GCC and Clang name the builtin differently.
+#if defined(__clang__)
+#define PGEXACT_PERMUTE(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)
+#else
+#define PGEXACT_PERMUTE(v, ...) __builtin_shuffle(v, (decltype(v)){__VA_ARGS__})
 #endif
 
 namespace pgexact::PGEXACT_ISA {
@@ -44,9 +53,12 @@ __attribute__((always_inline)) inline vb load_b(const std::int8_t* p) {
 }
 // The smallest lane of a byte vector.
 __attribute__((always_inline)) inline std::int8_t min_lane(vb a) {
-  a = a < __builtin_shuffle(a, (vb){4, 5, 6, 7, 0, 1, 2, 3}) ? a : __builtin_shuffle(a, (vb){4, 5, 6, 7, 0, 1, 2, 3});
-  a = a < __builtin_shuffle(a, (vb){2, 3, 0, 1, 6, 7, 4, 5}) ? a : __builtin_shuffle(a, (vb){2, 3, 0, 1, 6, 7, 4, 5});
-  a = a < __builtin_shuffle(a, (vb){1, 0, 3, 2, 5, 4, 7, 6}) ? a : __builtin_shuffle(a, (vb){1, 0, 3, 2, 5, 4, 7, 6});
+  vb b = PGEXACT_PERMUTE(a, 4, 5, 6, 7, 0, 1, 2, 3);
+  a = a < b ? a : b;
+  b = PGEXACT_PERMUTE(a, 2, 3, 0, 1, 6, 7, 4, 5);
+  a = a < b ? a : b;
+  b = PGEXACT_PERMUTE(a, 1, 0, 3, 2, 5, 4, 7, 6);
+  a = a < b ? a : b;
   return a[0];
 }
 __attribute__((always_inline)) inline void store_d(double* p, vd v) { std::memcpy(p, &v, sizeof v); }
@@ -58,9 +70,9 @@ __attribute__((always_inline)) inline vd vabs(vd x) {
 // than eight lane extractions).
 __attribute__((always_inline)) inline bool any(vi mask) {
   vu t = (vu)mask;
-  t |= __builtin_shuffle(t, (vu){4, 5, 6, 7, 0, 1, 2, 3});
-  t |= __builtin_shuffle(t, (vu){2, 3, 0, 1, 6, 7, 4, 5});
-  t |= __builtin_shuffle(t, (vu){1, 0, 3, 2, 5, 4, 7, 6});
+  t |= PGEXACT_PERMUTE(t, 4, 5, 6, 7, 0, 1, 2, 3);
+  t |= PGEXACT_PERMUTE(t, 2, 3, 0, 1, 6, 7, 4, 5);
+  t |= PGEXACT_PERMUTE(t, 1, 0, 3, 2, 5, 4, 7, 6);
   return t[0] != 0;
 }
 __attribute__((always_inline)) inline void add_compensated(double* sum, double* comp, vd x) {

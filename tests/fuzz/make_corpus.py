@@ -2,11 +2,13 @@
 
     python tests/fuzz/make_corpus.py OUTDIR [--small]
 
-Creates OUTDIR/xgb_json, OUTDIR/xgb_ubj, OUTDIR/lightgbm and OUTDIR/arena, each holding real
-model files written by the libraries themselves: XGBoost regression / binary / multi-class /
-DART / random-forest / categorical / named-feature models (JSON and UBJSON), LightGBM
-regression / multi-class / categorical / rf / missing-value models, and serialised pgexact
-arenas of all of them plus scikit-learn trees and a categorical HistGradientBoosting model.
+Creates OUTDIR/xgb_json, OUTDIR/xgb_ubj, OUTDIR/lightgbm, OUTDIR/catboost and OUTDIR/arena,
+each holding real model files written by the libraries themselves: XGBoost regression / binary
+/ multi-class / DART / random-forest / categorical / named-feature models (JSON and UBJSON),
+LightGBM regression / multi-class / categorical / rf / missing-value models, CatBoost JSON
+models (regression, nan_mode Max, multi-class, depthwise, scale and bias; when catboost is
+installed), and serialised pgexact arenas of all of them plus scikit-learn trees and a
+categorical HistGradientBoosting model.
 Models are tiny (a few trees of depth <= 3) so that fuzzers mutate structure, not bulk.
 ``--small`` writes only the smallest variants (used by the test suite).
 """
@@ -87,6 +89,37 @@ def lightgbm_texts(small: bool) -> Dict[str, str]:
     return out
 
 
+def catboost_jsons(small: bool) -> Dict[str, str]:
+    """CatBoost JSON models (empty without catboost, which is an optional dependency)."""
+    try:
+        import catboost as cb
+    except ImportError:
+        return {}
+    import tempfile
+
+    import numpy as np
+
+    X, y = _data(3)
+    common = dict(iterations=3, depth=2, verbose=False, thread_count=1, allow_writing_files=False, random_seed=0)
+    models = {"reg": cb.CatBoostRegressor(**common).fit(X, y)}
+    if not small:
+        models["nan_max"] = cb.CatBoostRegressor(nan_mode="Max", **common).fit(X, y)
+        lab3 = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+        models["multi"] = cb.CatBoostClassifier(loss_function="MultiClass", **common).fit(X, lab3)
+        models["depthwise"] = cb.CatBoostRegressor(grow_policy="Depthwise", **common).fit(X, y)
+        scaled = cb.CatBoostRegressor(**common).fit(X, y)
+        scaled.set_scale_and_bias(0.7, -1.25)
+        models["scaled"] = scaled
+    out: Dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, model in models.items():
+            path = os.path.join(tmp, f"{name}.json")
+            model.save_model(path, format="json")
+            with open(path) as fh:
+                out[name] = fh.read()
+    return out
+
+
 def arena_blobs(xgb_models: Dict[str, object], lgb_texts: Dict[str, str], small: bool) -> Dict[str, bytes]:
     import numpy as np
 
@@ -121,8 +154,13 @@ def write_corpus(outdir: str, small: bool = False) -> Dict[str, List[str]]:
     """Writes the seeds and returns {kind: [paths]}."""
     xgb_models = xgboost_models(small)
     lgb_texts = lightgbm_texts(small)
+    cb_jsons = catboost_jsons(small)
     blobs = arena_blobs(xgb_models, lgb_texts, small)
-    paths: Dict[str, List[str]] = {"xgb_json": [], "xgb_ubj": [], "lightgbm": [], "arena": []}
+    if cb_jsons:
+        from pgexact import _core
+
+        blobs.update({f"cb_{name}": _core.parse_catboost_json(text, -1)[0].to_bytes() for name, text in cb_jsons.items()})
+    paths: Dict[str, List[str]] = {"xgb_json": [], "xgb_ubj": [], "lightgbm": [], "arena": [], "catboost": []}
     for kind in paths:
         os.makedirs(os.path.join(outdir, kind), exist_ok=True)
     for name, booster in xgb_models.items():
@@ -136,6 +174,11 @@ def write_corpus(outdir: str, small: bool = False) -> Dict[str, List[str]]:
         with open(p, "w") as fh:
             fh.write(text)
         paths["lightgbm"].append(p)
+    for name, text in cb_jsons.items():
+        p = os.path.join(outdir, "catboost", f"{name}.json")
+        with open(p, "w") as fh:
+            fh.write(text)
+        paths["catboost"].append(p)
     for name, blob in blobs.items():
         p = os.path.join(outdir, "arena", f"{name}.bin")
         with open(p, "wb") as fh:

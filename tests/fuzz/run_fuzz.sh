@@ -4,7 +4,7 @@
 #
 #   tests/fuzz/run_fuzz.sh [SECONDS] [HARNESS ...]
 #
-# HARNESS is any of xgboost_json xgboost_ubj lightgbm_text arena_bytes (default: all four).
+# HARNESS is any of xgboost_json xgboost_ubj lightgbm_text catboost_json arena_bytes (default: all five).
 # Environment: PYTHON (default: python3 on PATH), CLANGXX (default: clang++, else clang++-14),
 # FUZZ_DIR (default: build/fuzz-run under the repository) for the build, corpora and findings.
 set -euo pipefail
@@ -14,7 +14,7 @@ repo="$(cd "$here/../.." && pwd)"
 seconds="${1:-300}"
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(xgboost_json xgboost_ubj lightgbm_text arena_bytes)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(xgboost_json xgboost_ubj lightgbm_text catboost_json arena_bytes)
 
 PYTHON="${PYTHON:-python3}"
 if [ -z "${CLANGXX:-}" ]; then
@@ -50,8 +50,9 @@ core="$(ls "$work"/build/_core*.so | head -n1)"
 # 3. Seeds: real model files written by the libraries (regenerated each run, small).
 "$PYTHON" "$here/make_corpus.py" "$work/seeds"
 
-declare -A seeds=([xgboost_json]=xgb_json [xgboost_ubj]=xgb_ubj [lightgbm_text]=lightgbm [arena_bytes]=arena)
-declare -A dicts=([xgboost_json]=xgboost.dict [lightgbm_text]=lightgbm.dict)
+declare -A seeds=([xgboost_json]=xgb_json [xgboost_ubj]=xgb_ubj [lightgbm_text]=lightgbm [catboost_json]=catboost
+                  [arena_bytes]=arena)
+declare -A dicts=([xgboost_json]=xgboost.dict [lightgbm_text]=lightgbm.dict [catboost_json]=catboost.dict)
 status=0
 for h in "${harnesses[@]}"; do
   corpus="$work/corpus/$h"
