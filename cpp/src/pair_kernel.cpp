@@ -114,14 +114,16 @@ void fill_lane(const Arena& a, const Noise& noise, const LeafBoxes& boxes, const
   // gives the bits the table would).
   const std::size_t d = static_cast<std::size_t>(a.n_features);
   const double* table = lanes.table.data() + (static_cast<std::size_t>(v) * lanes.n_bounds * 2) * kLanes + l;
-  double* masses = lanes.masses.data() + static_cast<std::size_t>(v) * static_cast<std::size_t>(lanes.n_slots) * kLanes + l;
+  // (No pointer is formed into `masses` when it is empty: a model whose splits never narrow a
+  // box has no slots.)
+  const std::size_t masses_at = static_cast<std::size_t>(v) * static_cast<std::size_t>(lanes.n_slots) * kLanes + l;
   for (std::size_t leaf = 0; leaf < boxes.leaf_node.size(); ++leaf) {
     for (std::uint64_t f = boxes.constrained[leaf]; f != 0; f &= f - 1) {
       const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
       const double* lo = table + static_cast<std::size_t>(boxes.lo[leaf * d + j]) * 2 * kLanes;
       const double* hi = table + static_cast<std::size_t>(boxes.hi[leaf * d + j]) * 2 * kLanes;
       const double m = (hi[0] - lo[0]) + (hi[kLanes] - lo[kLanes]);
-      masses[static_cast<std::size_t>(boxes.slot_of[leaf * d + j]) * kLanes] = m > 0.0 ? m : 0.0;
+      lanes.masses[masses_at + static_cast<std::size_t>(boxes.slot_of[leaf * d + j]) * kLanes] = m > 0.0 ? m : 0.0;
     }
   }
   // Route x through every tree, marking per leaf the features on which x leaves its path.
