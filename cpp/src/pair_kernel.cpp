@@ -183,48 +183,40 @@ void fill_block(const Arena& a, const Noise& noise, const LeafBoxes& boxes, cons
   (void)threads;
 }
 
-// The leaves' codes (LaneView) for one set per row: 0 where the leaf admits x' with the row's
-// set perturbed. Padding lanes keep kNeverAlive.
+// Sets the leaves' codes (LaneView) of rows [begin, end) of the block: code_of(row, out mask)
+// for each leaf. Padding lanes keep kNeverAlive.
+template <typename CodeOf>
+void code_leaves(std::int64_t begin, std::int64_t end, Lanes& lanes, CodeOf&& code_of) {
+  const std::size_t stride = static_cast<std::size_t>(lanes.n_leaves) * kLanes;
+  for (std::int64_t i = begin; i < end; ++i) {
+    const std::size_t first = static_cast<std::size_t>(i / kLanes) * stride + static_cast<std::size_t>(i % kLanes);
+    for (std::size_t at = first; at < first + stride; at += kLanes) lanes.code[at] = code_of(i, lanes.out[at]);
+  }
+}
+
+// The leaves' codes for one set per row: 0 where the leaf admits x' with the row's set perturbed.
 void code_set(const std::uint64_t* sets, std::int64_t rows, Lanes& lanes) {
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
-    const std::uint64_t S = sets[i];
-    for (std::size_t at = v * static_cast<std::size_t>(lanes.n_leaves) * kLanes + l,
-                     end = at + static_cast<std::size_t>(lanes.n_leaves) * kLanes;
-         at < end; at += kLanes) {
-      lanes.code[at] = (lanes.out[at] & ~S) == 0 ? std::int8_t{0} : kNeverAlive;
-    }
-  }
+  code_leaves(0, rows, lanes, [&](std::int64_t i, std::uint64_t out) {
+    return (out & ~sets[i]) == 0 ? std::int8_t{0} : kNeverAlive;
+  });
 }
 
-// The leaves' codes (LaneView) for a greedy step: set S and candidates per row.
+// The leaves' codes for a greedy step: set S and candidates per row.
 void code_greedy(const std::uint64_t* sets, const std::uint64_t* candidates, std::int64_t rows, Lanes& lanes) {
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
-    const std::uint64_t S = sets[i], cand = candidates[i];
-    for (std::size_t at = v * static_cast<std::size_t>(lanes.n_leaves) * kLanes + l,
-                     end = at + static_cast<std::size_t>(lanes.n_leaves) * kLanes;
-         at < end; at += kLanes) {
-      const std::uint64_t rest = lanes.out[at] & ~S;
-      lanes.code[at] = rest == 0                                      ? kNoneMissing
-                       : (rest & (rest - 1)) == 0 && (rest & cand) != 0 ? static_cast<std::int8_t>(__builtin_ctzll(rest))
-                                                                        : kNeverAlive;
-    }
-  }
+  code_leaves(0, rows, lanes, [&](std::int64_t i, std::uint64_t out) {
+    const std::uint64_t rest = out & ~sets[i];
+    return rest == 0                                             ? kNoneMissing
+           : (rest & (rest - 1)) == 0 && (rest & candidates[i]) != 0 ? static_cast<std::int8_t>(__builtin_ctzll(rest))
+                                                                   : kNeverAlive;
+  });
 }
 
-// The leaves' codes (LaneView) for a curve of two prefixes per row, sets [vector][prefix][lane].
+// The leaves' codes for a curve of two prefixes per row, sets [vector][prefix][lane].
 void code_two_prefixes(const std::uint64_t* sets, std::int64_t rows, Lanes& lanes) {
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
-    const std::uint64_t first = sets[(2 * v) * kLanes + l], second = sets[(2 * v + 1) * kLanes + l];
-    for (std::size_t at = v * static_cast<std::size_t>(lanes.n_leaves) * kLanes + l,
-                     end = at + static_cast<std::size_t>(lanes.n_leaves) * kLanes;
-         at < end; at += kLanes) {
-      const std::uint64_t out = lanes.out[at];
-      lanes.code[at] = (out & ~first) == 0 ? std::int8_t{0} : (out & ~second) == 0 ? std::int8_t{1} : kNeverAlive;
-    }
-  }
+  code_leaves(0, rows, lanes, [&](std::int64_t i, std::uint64_t out) {
+    const std::size_t at = static_cast<std::size_t>(i / kLanes) * 2 * kLanes + static_cast<std::size_t>(i % kLanes);
+    return (out & ~sets[at]) == 0 ? std::int8_t{0} : (out & ~sets[at + kLanes]) == 0 ? std::int8_t{1} : kNeverAlive;
+  });
 }
 
 // Runs body(scratch, t) for every first tree t, in parallel, then nothing else: callers keep
@@ -458,15 +450,13 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
         sets[(v * steps + static_cast<std::size_t>(k)) * kLanes + l] = s & perturbable;
       }
       // A leaf stops excluding x' at the position of the last feature x leaves its path on.
-      const std::size_t leaves = v * static_cast<std::size_t>(lanes.n_leaves);
-      for (std::int64_t leaf = 0; leaf < lanes.n_leaves; ++leaf) {
-        const std::size_t at = (leaves + static_cast<std::size_t>(leaf)) * kLanes + l;
+      code_leaves(i, i + 1, lanes, [&](std::int64_t, std::uint64_t leaves_out) {
         std::uint64_t pos = 0;
-        for (std::uint64_t f = lanes.out[at]; f != 0; f &= f - 1) pos |= bit(position[__builtin_ctzll(f)]);
-        lanes.code[at] = (pos & never) != 0 ? kNeverAlive
-                               : pos == 0          ? std::int8_t{0}
-                                                   : static_cast<std::int8_t>(63 - __builtin_clzll(pos));
-      }
+        for (std::uint64_t f = leaves_out; f != 0; f &= f - 1) pos |= bit(position[__builtin_ctzll(f)]);
+        return (pos & never) != 0 ? kNeverAlive
+               : pos == 0         ? std::int8_t{0}
+                                  : static_cast<std::int8_t>(63 - __builtin_clzll(pos));
+      });
     }
     sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
     comp.assign(sum.size(), 0.0);
