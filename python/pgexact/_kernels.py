@@ -20,7 +20,7 @@ import numpy as np
 from . import _core
 from ._columns import ColumnOrder, identity_order
 from ._progress import Progress
-from ._validation import NOISE_FAMILIES, as_feature_mask, as_ranking, ranking_from_attributions
+from ._validation import NOISE_FAMILIES, KernelNoise, as_feature_mask, as_ranking, ranking_from_attributions
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ensemble import TreeEnsemble
@@ -93,10 +93,9 @@ class PreparedCall:
         The model, one output column.
     X : numpy.ndarray
         ``(n, d)`` C-contiguous float64 rows in the model's feature order.
-    sigma : numpy.ndarray
-        ``(d,)`` float64 standard deviations.
-    family : numpy.ndarray
-        ``(d,)`` uint8 noise-family codes (:data:`pgexact._validation.NOISE_FAMILIES`).
+    noise : KernelNoise
+        The perturbation of every feature in the model's order
+        (:func:`pgexact._validation.as_noise`).
     threads : int
         OpenMP threads, 0 for all cores.
     order : ColumnOrder, optional
@@ -109,15 +108,14 @@ class PreparedCall:
     Build it with :func:`pgexact._prepare.prepare_call`, which validates everything once.
     """
 
-    __slots__ = ("ensemble", "X", "sigma", "family", "threads", "order", "progress")
+    __slots__ = ("ensemble", "X", "noise", "threads", "order", "progress")
 
-    def __init__(self, ensemble: "TreeEnsemble", X: np.ndarray, sigma: np.ndarray,
-                 family: np.ndarray, threads: int, order: Optional[ColumnOrder] = None,
+    def __init__(self, ensemble: "TreeEnsemble", X: np.ndarray, noise: KernelNoise,
+                 threads: int, order: Optional[ColumnOrder] = None,
                  progress: Optional[Progress] = None) -> None:
         self.ensemble = ensemble
         self.X = X
-        self.sigma = sigma
-        self.family = family
+        self.noise = noise
         self.threads = threads
         self.order = order if order is not None else identity_order(ensemble.feature_names)
         self.progress = progress if progress is not None else \
@@ -136,8 +134,13 @@ class PreparedCall:
 
     def rows(self, start: int, stop: int) -> "PreparedCall":
         """The same call on rows ``start:stop`` (a view: no copy, no new validation)."""
-        return PreparedCall(self.ensemble, self.X[start:stop], self.sigma, self.family,
-                            self.threads, self.order, self.progress)
+        return PreparedCall(self.ensemble, self.X[start:stop], self.noise, self.threads, self.order,
+                            self.progress)
+
+    @property
+    def sigma(self) -> np.ndarray:
+        """``(d,)`` standard deviations of the additive noise (1.0 where a feature has none)."""
+        return self.noise.sigma
 
     def _stage(self) -> Callable[[int, int], None]:
         """The progress callback of the next kernel run."""
@@ -163,25 +166,30 @@ class PreparedCall:
         ``reference=True`` runs the paper's unpruned O(n²) pair walk (kept for benchmarks and
         as a check on the fast kernel); the values agree up to rounding.
         """
-        return _core.pg2(self.ensemble._arena, self.X, mask, self.sigma, self.family,
-                         self.threads, reference, progress=self._stage())
+        n = self.noise
+        return _core.pg2(self.ensemble._arena, self.X, mask, n.sigma, n.family, self.threads, reference,
+                         categorical=n.categorical, progress=self._stage())
 
     def pg2_curve(self, ranking: np.ndarray) -> np.ndarray:
         """PG² of every top-k prefix of a validated int64 ranking, ``(n, d)``."""
-        return _core.pg2_curve(self.ensemble._arena, self.X, ranking, self.n_features,
-                               self.sigma, self.family, self.threads, progress=self._stage())
+        n = self.noise
+        return _core.pg2_curve(self.ensemble._arena, self.X, ranking, self.n_features, n.sigma, n.family,
+                               self.threads, categorical=n.categorical, progress=self._stage())
 
     def greedy_rank(self) -> Tuple[np.ndarray, np.ndarray]:
         """The greedy PG² ranking ``(n, d)`` int64 and the PG² of its prefixes ``(n, d)``."""
-        return _core.greedy_rank(self.ensemble._arena, self.X, self.sigma, self.family,
-                                 self.threads, progress=self._stage())
+        n = self.noise
+        return _core.greedy_rank(self.ensemble._arena, self.X, n.sigma, n.family, self.threads,
+                                 categorical=n.categorical, progress=self._stage())
 
     def expected(self, mask: np.ndarray) -> np.ndarray:
         """Exact ``E[f(x')]`` for a validated uint8 mask, ``(n,)``."""
-        return _core.expected(self.ensemble._arena, self.X, mask, self.sigma, self.family,
-                              self.threads, progress=self._stage())
+        n = self.noise
+        return _core.expected(self.ensemble._arena, self.X, mask, n.sigma, n.family, self.threads,
+                              categorical=n.categorical, progress=self._stage())
 
     def first_moments(self) -> np.ndarray:
         """``E[delta_j f(x + delta)]`` per feature with every feature perturbed, ``(n, d)``."""
-        return _core.first_moments(self.ensemble._arena, self.X, self.sigma, self.family,
-                                   self.threads, progress=self._stage())
+        n = self.noise
+        return _core.first_moments(self.ensemble._arena, self.X, n.sigma, n.family, self.threads,
+                                   categorical=n.categorical, progress=self._stage())

@@ -64,6 +64,11 @@ def infidelity(model: ModelLike, X: ArrayLike, attributions: ArrayLike, *,
     """
     call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
                         progress=progress, desc="infidelity", stages=2)
+    if not bool(np.all(call.noise.additive())):
+        raise ValueError("noise: infidelity is defined for additive noise (x' = x + delta) on every "
+                         "feature; a categorical or unperturbed (None) feature has no delta. Pass "
+                         "'normal', 'uniform' or 'laplace' for every feature (a model that splits by "
+                         "category cannot be scored by infidelity)")
     a = as_attributions(attributions, call.n_features, call.n_rows, call.order)
     everything = np.ones(call.n_features, dtype=np.uint8)
     with call.progress:

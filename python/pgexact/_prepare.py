@@ -34,8 +34,9 @@ def prepare_call(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
     sigma : float or array_like, default 0.3
         Standard deviation of the noise, scalar or ``(d,)`` in X's column order (a named
         Series is matched by name; see ``docs/columns.md``).
-    noise : str, NoiseFamily or sequence, default "normal"
-        The noise family, for all features or one per feature (:mod:`pgexact.noise`).
+    noise : str, NoiseFamily, Categorical or sequence, default "normal"
+        The perturbation, for all features or one per feature (None: unperturbed); see
+        :mod:`pgexact.noise`.
     n_jobs : int, optional
         OpenMP threads; None or -1 for all cores.
     output : int, optional
@@ -56,7 +57,7 @@ def prepare_call(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
     model, X = unwrap(model, X)  # a Pipeline: its final model on the transformed rows
     ens = load(model, output=output)
     Xa, order = as_matrix_ordered(X, ens)
-    sig, fam = as_noise(noise, sigma, ens.n_features, order)
-    warn_large_sigma(Xa, sig, order)
+    kernel_noise = as_noise(noise, sigma, ens, order)
+    warn_large_sigma(Xa, kernel_noise, order)
     bar = Progress(progress, Xa.shape[0], desc, stages)
-    return PreparedCall(ens, Xa, sig, fam, as_n_jobs(n_jobs), order, bar)
+    return PreparedCall(ens, Xa, kernel_noise, as_n_jobs(n_jobs), order, bar)

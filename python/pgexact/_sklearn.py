@@ -276,7 +276,9 @@ def _hist_ensemble(model: Any, output: Optional[int], source: str) -> TreeEnsemb
     arena = _kernels.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_), "<=", False,
                                              "sklearn_hist")
     meta = {"library": "sklearn", "classifier": is_classifier(model), "n_iter": len(model._predictors),
-            "loss": str(getattr(model, "loss", ""))}
+            "loss": str(getattr(model, "loss", "")),
+            # the encoder's categories per input column: the default of noise.categorical()
+            "categories": {int(cats.original[i]): raw.tolist() for i, raw in cats.categories.items()}}
     return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=K,
                         source=source, meta=meta)
 

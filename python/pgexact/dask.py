@@ -319,7 +319,7 @@ def _build(func: str, model: Any, X: Any, *, sigma: Any, noise: Any, n_jobs: Any
     d = ens.n_features
     as_n_jobs(n_jobs)
     Xd, columns, order = _as_dask_matrix(X, ens)
-    as_noise(noise, sigma, d, order)
+    as_noise(noise, sigma, ens, order)
     rows = _Rows(Xd, d)
     if "features" in uses:
         _features(rows, ens, features, order)

@@ -81,6 +81,22 @@ class TreeEnsemble:
         return self._n_outputs
 
     @property
+    def categorical_features(self) -> List[int]:
+        """Features the model splits on categorically (model order)."""
+        return [int(j) for j in self._arena.categorical_features]
+
+    def split_categories(self, j: int) -> np.ndarray:
+        """The category codes the model names for feature ``j`` (``noise.categorical``'s default).
+
+        HistGradientBoosting: the categories its encoder learned. Otherwise: every code that
+        is a member of some categorical split's set on ``j`` (empty for a numeric feature).
+        """
+        known = self._meta.get("categories", {}).get(int(j))
+        if known is not None:
+            return np.asarray(known, dtype=np.float64)
+        return np.asarray(self._arena.split_categories(int(j)), dtype=np.float64)
+
+    @property
     def base_score(self) -> float:
         """The intercept, in raw-output (margin) space."""
         return float(self._arena.base_score[0])

@@ -96,7 +96,7 @@ class Explainer:
         self._is_pipeline = is_pipeline(model)
         self.model = model
         self.ensemble: TreeEnsemble = load(estimator, output=output)
-        as_noise(noise, sigma, self.ensemble.n_features)  # fail here, not at the first call
+        as_noise(noise, sigma, self.ensemble)  # fail here, not at the first call
         as_n_jobs(n_jobs)
         self.sigma = sigma
         self.noise = noise

@@ -253,8 +253,9 @@ def _setup(model: ModelLike, X: ArrayLike, sigma: SigmaLike, noise: NoiseLike, n
     target = _resolve(model, output, n_jobs)
     A, order = _v.as_matrix_ordered(X, target)
     d = A.shape[1]
-    sig, codes = _v.as_noise(noise, sigma, d, order)  # per-feature std and family codes
-    _v.warn_large_sigma(A, sig, order)
+    kn = _v.as_noise(noise, sigma, d, order)  # per-feature std and family codes
+    sig, codes = kn.sigma, kn.family
+    _v.warn_large_sigma(A, kn, order)
     K = _check_n_samples(n_samples)
     return _Setup(target, A, sig, Sampler(codes, seed), K, order, X, check_progress(progress))
 

@@ -14,7 +14,23 @@ Where a noise is accepted (``noise=`` of :func:`pgexact.pg2` and friends):
 
 * a name, ``"normal"``, ``"uniform"`` or ``"laplace"``, for every feature;
 * one of these objects, e.g. ``pgexact.noise.Laplace()`` or ``pgexact.noise.Uniform(sigma=0.5)``;
-* a list with one name or object per feature (per-feature families).
+* a list with one name or object per feature (per-feature families), where ``None`` leaves
+  that feature unperturbed (``x'_j = x_j``; numeric and categorical features alike).
+
+**Categorical features.** :func:`categorical` (``Categorical``) perturbs a feature by category
+instead of by additive noise: ``x'_j`` keeps ``x_j`` with probability ``1 - p``, otherwise it
+takes a value drawn from ``categories`` with probabilities ``weights``. PG² still factorises over
+features (the probability that ``x'_j`` falls in a split's category set is a sum over the set),
+so the exact kernels stay exact. Defaults:
+
+* ``categories=None``: the categories the model's splits name on that feature (for
+  HistGradientBoosting, the categories its encoder learned), uniformly unless ``weights`` says
+  otherwise. Pass the frequencies of a background sample as ``weights`` to draw like the data.
+* A feature the model splits on categorically gets ``categorical(DEFAULT_P)`` (``p = 0.3``,
+  uniform over its split categories) when the noise is given as one family for all features:
+  additive noise on category codes has no meaning, and pgexact never applies it. In a
+  per-feature list such a feature must be given ``categorical(...)`` or ``None``.
+* Missing values (NaN) stay missing under every perturbation.
 
 How ``sigma`` combines: the ``sigma`` argument of the metric gives every feature its standard
 deviation; a noise object created **with** its own ``sigma`` overrides it for the features it
@@ -22,8 +38,9 @@ applies to (an object given for all features may carry a scalar or one value per
 object inside a per-feature list carries a scalar). An object without ``sigma`` uses the
 ``sigma`` argument. ``sigma=None`` is accepted when the noise objects give every feature its own.
 
-Only these three families are supported by the exact kernels, which evaluate the CDF in C++.
-Arbitrary user CDFs are not supported: passing any other object raises ``TypeError``.
+Only these three additive families and the categorical perturbation are supported by the
+exact kernels, which evaluate the probabilities in C++. Arbitrary user CDFs are not supported:
+passing any other object raises ``TypeError``.
 """
 
 from __future__ import annotations
@@ -34,7 +51,8 @@ from typing import Any, Optional, cast
 
 import numpy as np
 
-__all__ = ["Normal", "Uniform", "Laplace", "NoiseFamily", "Sampler", "scaled"]
+__all__ = ["Normal", "Uniform", "Laplace", "NoiseFamily", "Categorical", "categorical", "DEFAULT_P",
+           "Sampler", "scaled"]
 
 _SQRT3 = math.sqrt(3.0)
 _SQRT2 = math.sqrt(2.0)
@@ -195,6 +213,165 @@ class Laplace(NoiseFamily):
 
 
 FAMILIES = {"normal": Normal, "uniform": Uniform, "laplace": Laplace}
+
+#: family code of a categorical feature and of an unperturbed one (``None``), as the kernels read them
+CATEGORICAL_CODE = 3
+FIXED_CODE = 4
+#: the change probability a categorically split feature gets when no noise names it
+DEFAULT_P = 0.3
+#: categories are integer codes in [0, 2^24): the range XGBoost and HistGradientBoosting accept
+MAX_CATEGORY = 1 << 24
+
+
+class Categorical:
+    """Categorical perturbation: keep ``x_j`` with probability ``1 - p``, else draw a category.
+
+    Parameters
+    ----------
+    p : float
+        Probability in ``(0, 1]`` that ``x'_j`` is drawn anew (it may draw ``x_j`` itself).
+    categories : array_like of int, optional
+        The integer codes drawn from, distinct, in ``[0, 2^24)``. None: the categories the
+        model's splits name on the feature (see the module docstring).
+    weights : array_like of float, optional
+        Non-negative weights of ``categories`` (normalised to sum to 1), e.g. the category
+        frequencies of a background sample. None: uniform. Requires ``categories``.
+
+    Notes
+    -----
+    Missing values stay missing. A value of ``x_j`` outside ``categories`` is kept with
+    probability ``1 - p`` and routed by the library's own rule, like any observed value.
+    """
+
+    name = "categorical"
+    code = CATEGORICAL_CODE
+    __slots__ = ("_p", "_categories", "_weights")
+
+    def __init__(self, p: float = DEFAULT_P, categories: Any = None, weights: Any = None) -> None:
+        if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.number)):
+            raise TypeError(f"p: expected a probability in (0, 1], got {p!r}")
+        if not (0.0 < float(p) <= 1.0):
+            raise ValueError(f"p: expected a probability in (0, 1], got {p!r}")
+        self._p = float(p)
+        self._categories: Optional[np.ndarray] = None
+        self._weights: Optional[np.ndarray] = None
+        if categories is not None:
+            self._categories = check_categories(categories, "categories")
+        if weights is not None:
+            if self._categories is None:
+                raise ValueError("weights: given without categories; pass categories= with the codes "
+                                 "the weights belong to")
+            self._weights = check_weights(weights, self._categories.size, "weights")
+
+    @property
+    def p(self) -> float:
+        """The probability that the category is drawn anew."""
+        return self._p
+
+    @property
+    def categories(self) -> Optional[np.ndarray]:
+        """The categories drawn from, or None for the model's split categories."""
+        return self._categories
+
+    @property
+    def weights(self) -> Optional[np.ndarray]:
+        """Normalised weights of :attr:`categories`, or None for uniform."""
+        return self._weights
+
+    def resolved(self, default_categories: Optional[np.ndarray], where: str) -> "tuple[np.ndarray, np.ndarray]":
+        """``(categories, probabilities)`` with the model's categories as the default.
+
+        Parameters
+        ----------
+        default_categories : numpy.ndarray or None
+            The categories the model's splits name on the feature (None or empty: it has none).
+        where : str
+            The argument named in errors (``"noise"`` or ``"noise[j]"``).
+        """
+        cats = self._categories
+        if cats is None:
+            if default_categories is None or default_categories.size == 0:
+                raise ValueError(f"{where}: the model names no categories for this feature; pass "
+                                 "pgexact.noise.categorical(p, categories=[...]) with the codes to draw")
+            cats = check_categories(default_categories, where)
+        w = self._weights if self._weights is not None else np.full(cats.size, 1.0 / cats.size)
+        return cats, w
+
+    def __repr__(self) -> str:
+        extra = "" if self._categories is None else f", categories={self._categories.tolist()!r}"
+        extra += "" if self._weights is None else f", weights={self._weights.tolist()!r}"
+        return f"pgexact.noise.categorical({self._p!r}{extra})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        same = lambda a, b: (a is None and b is None) or (  # noqa: E731
+            a is not None and b is not None and a.shape == b.shape and bool(np.all(a == b)))
+        return self._p == other._p and same(self._categories, other._categories) and \
+            same(self._weights, other._weights)
+
+    def __hash__(self) -> int:
+        return hash(("categorical", self._p,
+                     None if self._categories is None else self._categories.tobytes(),
+                     None if self._weights is None else self._weights.tobytes()))
+
+
+def categorical(p: float = DEFAULT_P, categories: Any = None, weights: Any = None) -> Categorical:
+    """A categorical perturbation: keep ``x_j`` with probability ``1 - p``, else draw a category.
+
+    Parameters
+    ----------
+    p : float, default 0.3
+        Probability in ``(0, 1]`` that the category is drawn anew.
+    categories : array_like of int, optional
+        Integer codes to draw from; None: the categories the model's splits name.
+    weights : array_like of float, optional
+        Their probabilities (normalised); None: uniform.
+
+    Returns
+    -------
+    Categorical
+        Usable wherever ``noise=`` is accepted, for all features or inside a per-feature list.
+
+    Examples
+    --------
+    >>> codes, counts = np.unique(X_train[:, 2], return_counts=True)
+    >>> noise = ["normal", "normal", pgexact.noise.categorical(0.2, codes, counts)]
+    """
+    return Categorical(p, categories, weights)
+
+
+def check_categories(values: Any, name: str) -> np.ndarray:
+    """Distinct integer category codes in ``[0, 2^24)`` as a read-only float64 array."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected integer category codes") from None
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name}: expected a non-empty 1-D sequence of category codes, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)) or np.any(arr < 0) or \
+            np.any(arr >= MAX_CATEGORY):
+        raise ValueError(f"{name}: categories must be integers in [0, 2^24)")
+    if np.unique(arr).size != arr.size:
+        raise ValueError(f"{name}: categories must be distinct")
+    arr = arr.copy()
+    arr.setflags(write=False)
+    return arr
+
+
+def check_weights(values: Any, size: int, name: str) -> np.ndarray:
+    """Non-negative finite weights, one per category, normalised to sum to 1."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected non-negative numbers, one per category") from None
+    if arr.shape != (size,):
+        raise ValueError(f"{name}: expected {size} weights (one per category), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or not float(arr.sum()) > 0:
+        raise ValueError(f"{name}: weights must be finite, non-negative and not all zero")
+    arr = arr / arr.sum()
+    arr.setflags(write=False)
+    return arr
 
 
 def get(name: str) -> NoiseFamily:

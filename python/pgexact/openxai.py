@@ -75,7 +75,8 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
         target = predictor(model, output, n_jobs)
         A, order = _v.as_matrix_ordered(X, target)
         n, d = A.shape
-        sig, codes = _v.as_noise(noise, sigma, d, order)
+        kn = _v.as_noise(noise, sigma, d, order)
+        sig, codes = kn.sigma, kn.family
     K = _v.as_top_k(k, d)
     # attribution columns follow X's (by name for a DataFrame); the ranking holds model indices
     ranking = call.attribution_ranking(attributions) if exact else \
