@@ -25,6 +25,10 @@ void register_arena(py::module_& m) {
                                }
                                return out;
                              })
+      .def("split_categories", [](const Arena& a, std::int32_t j) {
+            if (j < 0 || j >= a.n_features) throw std::invalid_argument("feature: index out of range");
+            return a.split_categories(j);
+          }, py::arg("feature"))
       .def_property_readonly("used_features",
                              [](const Arena& a) {
                                std::vector<std::uint8_t> used(static_cast<std::size_t>(a.n_features), 0);

@@ -80,6 +80,21 @@ bool Arena::categorical_goes_left(std::int32_t n, double x) const {
   return false;
 }
 
+std::vector<std::int64_t> Arena::split_categories(std::int32_t j) const {
+  std::vector<std::uint8_t> named;
+  for (std::int32_t n = 0; n < n_nodes(); ++n) {
+    if (feature[n] != j || !categorical(n)) continue;
+    const auto words = static_cast<std::size_t>(cat_size[n]);
+    if (named.size() < 32 * words) named.resize(32 * words, 0);
+    for (std::size_t c = 0; c < 32 * words; ++c) named[c] |= (cat_words[static_cast<std::size_t>(cat_begin[n]) + c / 32] >> (c % 32)) & 1u;
+  }
+  std::vector<std::int64_t> out;
+  for (std::size_t c = 0; c < named.size(); ++c) {
+    if (named[c]) out.push_back(static_cast<std::int64_t>(c));
+  }
+  return out;
+}
+
 bool Arena::goes_left(std::int32_t n, double x) const {
   const std::uint8_t fl = flags[n];
   const MissingRule rule = missing_rule(n);

@@ -1,4 +1,5 @@
 #include "pgexact/kernels.hpp"
+#include "pgexact/reference_kernel.hpp"
 
 #include "pgexact/pair_kernel.hpp"
 
@@ -416,7 +417,7 @@ std::int32_t set_perturbed(const Arena& a, const Noise& noise, const std::uint8_
   std::int32_t count = 0;
   ws.perturbed_mask = 0;
   for (std::int32_t j = 0; j < a.n_features; ++j) {
-    ws.perturbed[j] = (perturbed[j] != 0 && !std::isnan(x[j])) ? 1 : 0;
+    ws.perturbed[j] = (perturbed[j] != 0 && !std::isnan(x[j]) && noise.perturbs(j)) ? 1 : 0;
     if (ws.perturbed[j]) {
       ++count;
       *last = j;
@@ -945,6 +946,11 @@ void walk_variants(const Arena& a, const Noise& noise, const Variant* variants, 
 
 double pg2_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed, Workspace& ws,
                Pruning pruning) {
+  if (noise.has_categorical()) {
+    // Categorical noise: the leaf-pair kernel (pg2_pairs) or this unpruned reference.
+    if (pruning != Pruning::None) throw std::invalid_argument(categorical_unsupported());
+    return pg2_reference_row(a, noise, ws.row, perturbed);
+  }
   const std::int32_t d = a.n_features;
   std::int32_t last = -1;
   const std::int32_t count = set_perturbed(a, noise, perturbed, ws, &last);
@@ -1009,7 +1015,9 @@ void pg2_variants(const Arena& a, const Noise& noise, const Variant* variants, s
     const double* x = variants[v].row;
     const std::uint8_t* mv = variants[v].mask;
     std::int32_t effective = 0;
-    for (std::int32_t j = 0; j < d && effective < 2; ++j) effective += (mv[j] != 0 && !std::isnan(x[j])) ? 1 : 0;
+    for (std::int32_t j = 0; j < d && effective < 2; ++j) {
+      effective += (mv[j] != 0 && !std::isnan(x[j]) && noise.perturbs(j)) ? 1 : 0;
+    }
     if (effective <= 1) {
       ws.begin_row(x);
       out[v] = pg2_row(a, noise, mv, ws, Pruning::Full);
@@ -1020,16 +1028,24 @@ void pg2_variants(const Arena& a, const Noise& noise, const Variant* variants, s
   if (n_walked > 0) walk_variants(a, noise, variants, walked, n_walked, true, ws, out);
 }
 
-void check_perturbable(const Arena& a, const std::uint8_t* perturbed, std::int64_t n_masks) {
+std::string additive_on_categories(std::int64_t j) {
+  return "noise: feature " + std::to_string(j) +
+         " has categorical splits and cannot be perturbed by additive noise; give it categorical noise "
+         "(or fix it)";
+}
+
+std::string categorical_unsupported() {
+  return "noise: categorical perturbation is computed by the leaf-pair kernel (one output, at most 64 "
+         "features, depth at most 256) or the unpruned reference";
+}
+
+void check_perturbable(const Arena& a, const Noise& noise, const std::uint8_t* perturbed, std::int64_t n_masks) {
   if (a.n_outputs != 1) throw std::invalid_argument("output: kernels need a single-output model");
   const std::int32_t d = a.n_features;
   for (std::int32_t j = 0; j < d; ++j) {
-    if (!a.categorical_feature[j]) continue;
+    if (!a.categorical_feature[j] || !noise.additive(j)) continue;
     for (std::int64_t r = 0; r < n_masks; ++r) {
-      if (perturbed[r * d + j]) {
-        throw std::invalid_argument("features: feature " + std::to_string(j) +
-                                    " has categorical splits and cannot be perturbed by additive noise");
-      }
+      if (perturbed[r * d + j]) throw std::invalid_argument(additive_on_categories(j));
     }
   }
 }
@@ -1057,12 +1073,13 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
                const std::uint8_t* perturbed, bool mask_per_row, int n_threads, Pruning pruning,
                double* out, RunControl* control) {
   noise.validate(a.n_features);
-  check_perturbable(a, perturbed, mask_per_row ? n_rows : 1);
+  check_perturbable(a, noise, perturbed, mask_per_row ? n_rows : 1);
   const std::int64_t d = a.n_features;
   if (pruning == Pruning::Full && pairs_apply(a)) {
     pg2_pairs(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control);
     return;
   }
+  if (noise.has_categorical() && pruning != Pruning::None) throw std::invalid_argument(categorical_unsupported());
   if (shares_walks(a, pruning)) {
     // Blocks of rows, one shared walk each.
     const std::int64_t block = rows_per_block(n_rows, n_threads, max_variants(a));
@@ -1104,9 +1121,8 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
                                       std::to_string(d - 1));
         }
         seen[j] = 1;
-        if (k < n_steps && a.categorical_feature[j]) {
-          throw std::invalid_argument("ranking: feature " + std::to_string(j) +
-                                      " has categorical splits and cannot be perturbed by additive noise");
+        if (k < n_steps && a.categorical_feature[j] && noise.additive(j)) {
+          throw std::invalid_argument(additive_on_categories(j));
         }
       }
     }
@@ -1115,6 +1131,7 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
     pg2_curve_pairs(a, noise, X, n_rows, ranking, ranking_per_row, n_steps, n_threads, out, control);
     return;
   }
+  if (noise.has_categorical() && pruning != Pruning::None) throw std::invalid_argument(categorical_unsupported());
   if (shares_walks(a, pruning) && n_steps > 0) {
     // Blocks of rows; every prefix of every row of a block is a variant, walked in chunks of
     // at most max_variants(a).
@@ -1158,11 +1175,17 @@ void expected_batch(const Arena& a, const Noise& noise, const double* X, std::in
                     const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
                     RunControl* control) {
   noise.validate(a.n_features);
-  check_perturbable(a, perturbed, mask_per_row ? n_rows : 1);
+  check_perturbable(a, noise, perturbed, mask_per_row ? n_rows : 1);
   const std::int64_t d = a.n_features;
+  const bool by_leaves = noise.has_categorical();  // the walks' boxes are intervals only
   for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
+    const std::uint8_t* mask = perturbed + (mask_per_row ? i * d : 0);
+    if (by_leaves) {
+      out[i] = expected_reference_row(a, noise, X + i * d, mask);
+      return;
+    }
     ws.begin_row(X + i * d);
-    out[i] = expected_row(a, noise, perturbed + (mask_per_row ? i * d : 0), ws);
+    out[i] = expected_row(a, noise, mask, ws);
   }, control);
 }
 
@@ -1170,8 +1193,13 @@ void first_moments_batch(const Arena& a, const Noise& noise, const double* X, st
                          int n_threads, double* out, RunControl* control) {
   noise.validate(a.n_features);
   const std::int64_t d = a.n_features;
+  for (std::int64_t j = 0; j < d; ++j) {
+    if (!noise.additive(j)) {
+      throw std::invalid_argument("noise: first moments E[delta_j f] need additive noise on every feature");
+    }
+  }
   const std::vector<std::uint8_t> all(static_cast<std::size_t>(d), 1);
-  check_perturbable(a, all.data(), 1);
+  check_perturbable(a, noise, all.data(), 1);
   for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
     ws.begin_row(X + i * d);
     first_moments_row(a, noise, all.data(), ws, out + i * d);

@@ -22,6 +22,9 @@ inline int bit_count(std::uint64_t x) {
 // features are never perturbed, and the row weights route observed values exactly).
 inline bool narrows(const Arena& a, std::int32_t n) { return !a.categorical(n) && a.bound_index[n] >= 0; }
 
+// Walks every tree from the root with the box of the current node: intervals of boundary
+// indices, and for a feature perturbed by category the raw id of its set of cells (turned into
+// index pairs once every set is known).
 struct BoxWalker {
   const Arena& a;
   LeafBoxes& out;
@@ -42,11 +45,17 @@ struct BoxWalker {
     const std::int32_t j = a.feature[n];
     const bool nan_left = a.goes_left(n, NAN);
     const bool zero_left = a.goes_left(n, 0.0);
+    CategoryCells::Feature* cells = out.cells.empty() ? nullptr : out.cells.of(j);
     for (int side = 0; side < 2; ++side) {
       const bool left = side == 0;
       const std::int32_t old_lo = lo[j], old_hi = hi[j];
       std::uint64_t c = constrained;
-      if (narrows(a, n)) {
+      if (cells != nullptr) {
+        const std::int32_t set = out.cells.narrow(*cells, lo[j], out.cells.split_of(n), left);
+        out.set_after[2 * static_cast<std::size_t>(n) + static_cast<std::size_t>(side)] = set;
+        lo[j] = hi[j] = set;
+        if (set != 0) c |= bit(j);  // set 0: every cell (the split cuts no value x' can take)
+      } else if (narrows(a, n)) {
         const std::int32_t b = a.bound_index[n];
         if (left) hi[j] = std::max(lo[j], std::min(hi[j], b));
         else lo[j] = std::min(hi[j], std::max(lo[j], b));
@@ -137,6 +146,13 @@ struct PairWalker {
       if (b >= 0) {
         if (left) box.hi[j] = std::max(old_lo, std::min(old_hi, b));
         else box.lo[j] = std::min(old_hi, std::max(old_lo, b));
+      } else if (b == LeafBoxes::kNarrowsSet) {
+        // u's set meets the set this child's whole path admits (tabulated: category_cells.hpp).
+        const CategoryCells::Feature& f = *boxes.cells.of(j);
+        const std::int32_t u_set = f.set_of(boxes.lo[static_cast<std::size_t>(u) * static_cast<std::size_t>(boxes.n_features) + static_cast<std::size_t>(j)]);
+        const std::int32_t set = boxes.cells.meet(f, u_set, boxes.set_after[2 * static_cast<std::size_t>(n) + static_cast<std::size_t>(side)]);
+        box.lo[j] = f.lo(set);
+        box.hi[j] = f.hi(set);
       }
       const std::uint64_t nan_next = ((node.nan_left != 0) == left) ? nan_path : (nan_path & ~bit(j));
       const std::uint64_t zero_next = ((node.zero_left != 0) == left) ? zero_path : (zero_path & ~bit(j));
@@ -154,26 +170,53 @@ struct PairWalker {
 
 }  // namespace
 
-LeafBoxes::LeafBoxes(const Arena& a) : n_features(a.n_features) {
+LeafBoxes::LeafBoxes(const Arena& a) : LeafBoxes(a, CategoryCells(a)) {}
+
+LeafBoxes::LeafBoxes(const Arena& a, CategoryCells&& category_cells)
+    : n_features(a.n_features), cells(std::move(category_cells)) {
   if (a.n_features > 64) throw std::invalid_argument("leaf boxes need at most 64 features");
   node_leaf.assign(static_cast<std::size_t>(a.n_nodes()), -1);
+  if (!cells.empty()) set_after.assign(2 * static_cast<std::size_t>(a.n_nodes()), -1);
   BoxWalker walker{a, *this, {}, {}};
   walker.lo.resize(static_cast<std::size_t>(a.n_features));
   walker.hi.resize(static_cast<std::size_t>(a.n_features));
   for (std::int32_t j = 0; j < a.n_features; ++j) {
     walker.lo[j] = a.feature_bounds_begin[j];          // -inf
     walker.hi[j] = a.feature_bounds_begin[j + 1] - 1;  // +inf
+    if (!cells.empty() && cells.of(j) != nullptr) walker.lo[j] = walker.hi[j] = 0;  // every cell
   }
   for (std::int64_t t = 0; t < a.n_trees(); ++t) {
     tree_first.push_back(static_cast<std::int32_t>(leaf_node.size()));
     walker.walk(a.tree_root[t], 0, ~std::uint64_t{0}, ~std::uint64_t{0});
   }
   tree_first.push_back(static_cast<std::int32_t>(leaf_node.size()));
-  slot_of.assign(leaf_node.size() * static_cast<std::size_t>(n_features), -1);
+  const auto d = static_cast<std::size_t>(n_features);
+  n_bounds = static_cast<std::int64_t>(a.bounds.size());
+  if (!cells.empty()) {
+    // Every set is known now: tabulate the meets, then leaves' sets become index pairs.
+    std::vector<std::vector<std::int32_t>> leaf_sets(cells.features().size());
+    for (std::size_t i = 0; i < cells.features().size(); ++i) {
+      const auto j = static_cast<std::size_t>(cells.features()[i].feature);
+      for (std::size_t leaf = 0; leaf < leaf_node.size(); ++leaf) leaf_sets[i].push_back(lo[leaf * d + j]);
+      std::sort(leaf_sets[i].begin(), leaf_sets[i].end());
+      leaf_sets[i].erase(std::unique(leaf_sets[i].begin(), leaf_sets[i].end()), leaf_sets[i].end());
+    }
+    cells.finish(a, leaf_sets);
+    for (const CategoryCells::Feature& f : cells.features()) {
+      const auto j = static_cast<std::size_t>(f.feature);
+      for (std::size_t leaf = 0; leaf < leaf_node.size(); ++leaf) {
+        const std::int32_t set = lo[leaf * d + j];
+        lo[leaf * d + j] = f.lo(set);
+        hi[leaf * d + j] = f.hi(set);
+      }
+    }
+    n_bounds = cells.n_bounds();
+  }
+  slot_of.assign(leaf_node.size() * d, -1);
   for (std::size_t leaf = 0; leaf < leaf_node.size(); ++leaf) {
     slot_first.push_back(n_slots);
     for (std::uint64_t f = constrained[leaf]; f != 0; f &= f - 1) {
-      slot_of[leaf * static_cast<std::size_t>(n_features) + static_cast<std::size_t>(__builtin_ctzll(f))] = n_slots++;
+      slot_of[leaf * d + static_cast<std::size_t>(__builtin_ctzll(f))] = n_slots++;
     }
   }
   slot_first.push_back(n_slots);
@@ -181,12 +224,13 @@ LeafBoxes::LeafBoxes(const Arena& a) : n_features(a.n_features) {
   for (std::int32_t n = 0; n < a.n_nodes(); ++n) {
     Node& node = nodes[n];
     if (a.is_leaf(n)) {
-      node = Node{-1, -1, -1, node_leaf[n], 0, 0, 0};
+      node = Node{-1, -1, kNarrowsNothing, node_leaf[n], 0, 0, 0};
       continue;
     }
-    node = Node{a.left[n], a.right[n], narrows(a, n) ? a.bound_index[n] : -1, -1,
-                static_cast<std::uint8_t>(a.feature[n]), static_cast<std::uint8_t>(a.goes_left(n, NAN)),
-                static_cast<std::uint8_t>(a.goes_left(n, 0.0))};
+    const bool by_set = !cells.empty() && cells.of(a.feature[n]) != nullptr;
+    const std::int32_t bound = by_set ? kNarrowsSet : narrows(a, n) ? a.bound_index[n] : kNarrowsNothing;
+    node = Node{a.left[n], a.right[n], bound, -1, static_cast<std::uint8_t>(a.feature[n]),
+                static_cast<std::uint8_t>(a.goes_left(n, NAN)), static_cast<std::uint8_t>(a.goes_left(n, 0.0))};
   }
 }
 

@@ -60,18 +60,54 @@ double noise_partial_moment(NoiseFamily family, double sigma, double u) {
   return 0.0;
 }
 
+bool Noise::has_categorical() const {
+  for (const NoiseFamily f : family) {
+    if (f == NoiseFamily::Categorical) return true;
+  }
+  return false;
+}
+
 void Noise::validate(std::int64_t n_features) const {
   if (static_cast<std::int64_t>(sigma.size()) != n_features ||
       static_cast<std::int64_t>(family.size()) != n_features) {
     throw std::invalid_argument("sigma: expected one value per feature (" + std::to_string(n_features) +
                                 "), got " + std::to_string(sigma.size()));
   }
+  const bool any_categorical = has_categorical();
+  if (any_categorical && (static_cast<std::int64_t>(change.size()) != n_features ||
+                          static_cast<std::int64_t>(cat_begin.size()) != n_features + 1 || cat_begin[0] != 0 ||
+                          cat_begin[static_cast<std::size_t>(n_features)] != static_cast<std::int64_t>(cat_value.size()) ||
+                          cat_weight.size() != cat_value.size())) {
+    throw std::invalid_argument("noise: categorical noise needs change (d), cat_begin (d + 1) and one weight per "
+                                "category value");
+  }
   for (std::size_t j = 0; j < sigma.size(); ++j) {
+    if (static_cast<std::uint8_t>(family[j]) > 4) throw std::invalid_argument("noise: unknown family");
+    if (family[j] == NoiseFamily::Fixed) continue;
+    if (family[j] == NoiseFamily::Categorical) {
+      if (!(change[j] > 0.0 && change[j] <= 1.0)) {
+        throw std::invalid_argument("noise: categorical change probability must be in (0, 1] for feature " +
+                                    std::to_string(j));
+      }
+      const std::int64_t b = cat_begin[j], e = cat_begin[j + 1];
+      if (!(b < e)) throw std::invalid_argument("noise: no categories for categorical feature " + std::to_string(j));
+      double total = 0.0;
+      for (std::int64_t k = b; k < e; ++k) {
+        if (!std::isfinite(cat_value[k]) || !(cat_weight[k] >= 0.0) || !std::isfinite(cat_weight[k])) {
+          throw std::invalid_argument("noise: category values and weights must be finite (weights >= 0) for feature " +
+                                      std::to_string(j));
+        }
+        total += cat_weight[k];
+      }
+      if (!(std::fabs(total - 1.0) <= 1e-9)) {
+        throw std::invalid_argument("noise: category weights must sum to 1 for feature " + std::to_string(j));
+      }
+      continue;
+    }
     if (!(sigma[j] > 0.0) || !std::isfinite(sigma[j])) {
       throw std::invalid_argument("sigma: must be positive and finite, got " + std::to_string(sigma[j]) +
                                   " for feature " + std::to_string(j));
     }
-    if (static_cast<std::uint8_t>(family[j]) > 2) throw std::invalid_argument("noise: unknown family");
   }
 }
 

@@ -28,7 +28,7 @@ namespace {
 constexpr std::int64_t kBlockBytes = std::int64_t{96} << 20;
 
 std::int64_t block_rows(const Arena& a, const LeafBoxes& boxes, std::int64_t sums_per_row) {
-  const std::int64_t per_row = 16 * static_cast<std::int64_t>(a.bounds.size()) + 17 * boxes.n_leaves() +
+  const std::int64_t per_row = 16 * boxes.n_bounds + 17 * boxes.n_leaves() +
                                8 * boxes.n_slots + 8 * sums_per_row * a.n_trees();
   std::int64_t rows = kBlockBytes / std::max<std::int64_t>(per_row, 1);
   rows = std::max<std::int64_t>(8, std::min<std::int64_t>(rows, 4096));
@@ -52,7 +52,7 @@ struct Lanes {
   std::vector<double> table;              // [vector][boundary][T | I][lane]
   std::vector<std::uint64_t> out;         // [vector][leaf][lane]: features x leaves the path on
   std::vector<double> weight;             // [vector][leaf][lane]: y_u - f_t(x)
-  std::vector<std::uint64_t> perturbable;  // [vector][lane]: not NaN in the row, not categorical
+  std::vector<std::uint64_t> perturbable;  // [vector][lane]: the noise moves it and it is not NaN
   std::vector<std::int8_t> code;          // [vector][leaf][lane]: see LaneView
   std::vector<double> masses;             // [vector][slot][lane]: leaf interval masses
   std::int64_t n_slots = 0;
@@ -69,7 +69,7 @@ struct Lanes {
 
 void resize_lanes(const Arena& a, const LeafBoxes& boxes, std::int32_t vectors, Lanes& lanes) {
   lanes.vectors = vectors;
-  lanes.n_bounds = static_cast<std::int64_t>(a.bounds.size());
+  lanes.n_bounds = boxes.n_bounds;
   lanes.n_leaves = boxes.n_leaves();
   const auto v = static_cast<std::size_t>(vectors);
   lanes.table.assign(v * static_cast<std::size_t>(lanes.n_bounds) * 2 * kLanes, 0.0);
@@ -88,8 +88,10 @@ void fill_lane(const Arena& a, const Noise& noise, const LeafBoxes& boxes, const
   for (std::int32_t j = 0; j < a.n_features; ++j) {
     const std::int32_t begin = a.feature_bounds_begin[j];
     const std::int32_t end = a.feature_bounds_begin[j + 1];
-    const bool perturb = !std::isnan(x[j]) && !a.categorical_feature[j];
-    if (perturb) perturbable |= bit(j);
+    if (noise_moves(a, noise, j) && !std::isnan(x[j])) perturbable |= bit(j);
+    // Additive noise: the interval table over the feature's boundaries (a feature perturbed by
+    // category writes its sets' probabilities below instead).
+    const bool perturb = ((perturbable >> j) & 1u) != 0 && noise.additive(j);
     for (std::int32_t b = begin; b < end; ++b) {
       double* cell = lanes.table.data() + ((static_cast<std::size_t>(v) * lanes.n_bounds + b) * 2) * kLanes + l;
       double t = 0.0, ind = 0.0;
@@ -110,6 +112,17 @@ void fill_lane(const Arena& a, const Noise& noise, const LeafBoxes& boxes, const
     }
   }
   lanes.perturbable[static_cast<std::size_t>(v) * kLanes + l] = perturbable;
+  // Features perturbed by category: per set, T[lo] = 0 and T[hi] = P(x'_j in set), I = 0.
+  for (const CategoryCells::Feature& f : boxes.cells.features()) {
+    if (((perturbable >> f.feature) & 1u) == 0) continue;
+    const std::int32_t cell = boxes.cells.cell_of(a, f, x[f.feature]);
+    for (std::int32_t set = 0; set < f.n_sets(); ++set) {
+      double* lo = lanes.table.data() + ((static_cast<std::size_t>(v) * lanes.n_bounds + f.lo(set)) * 2) * kLanes + l;
+      double* hi = lanes.table.data() + ((static_cast<std::size_t>(v) * lanes.n_bounds + f.lo(set) + 1) * 2) * kLanes + l;
+      lo[0] = lo[kLanes] = hi[kLanes] = 0.0;
+      hi[0] = CategoryCells::probability(f, set, cell);
+    }
+  }
   // Each leaf's interval masses, with the very operations of the passes' mass() (so a slot
   // gives the bits the table would).
   const std::size_t d = static_cast<std::size_t>(a.n_features);
@@ -286,9 +299,11 @@ class PairCache {
 // of (s, t) are the same terms). `again`: whether another run follows that can reuse the lists.
 class PairSweep {
  public:
-  PairSweep(const Arena& a, int n_threads, std::int64_t n_rows, RunControl* control)
+  // The cells of features perturbed by category come from the noise and the call's rows X.
+  PairSweep(const Arena& a, const Noise& noise, const double* X, int n_threads, std::int64_t n_rows,
+            RunControl* control)
       : arena(a),
-        boxes(a),
+        boxes(a, CategoryCells(a, noise, X, n_rows)),
         passes(pair_passes()),
         threads(resolve_threads(n_threads, std::max<std::int64_t>(a.n_trees(), n_rows))),
         cache_(a.n_trees()),
@@ -375,7 +390,7 @@ void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t
                const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
                RunControl* control) {
   check_features(a);
-  PairSweep sweep(a, n_threads, n_rows, control);
+  PairSweep sweep(a, noise, X, n_threads, n_rows, control);
   const LeafBoxes& boxes = sweep.boxes;
   const int threads = sweep.threads;
   const std::int64_t d = a.n_features;
@@ -416,7 +431,7 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
                      double* out, RunControl* control) {
   check_features(a);
   if (n_steps == 0) return;
-  PairSweep sweep(a, n_threads, n_rows, control);
+  PairSweep sweep(a, noise, X, n_threads, n_rows, control);
   const LeafBoxes& boxes = sweep.boxes;
   const int threads = sweep.threads;
   const std::int64_t d = a.n_features;
@@ -438,8 +453,8 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
       const std::int64_t* rk = ranking + (ranking_per_row ? (r0 + i) * d : 0);
       const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
       const std::uint64_t perturbable = lanes.perturbable[static_cast<std::size_t>(i)];
-      // Ranking positions of features never perturbed in this row: NaN, categorical, or
-      // beyond the last prefix.
+      // Ranking positions of features never perturbed in this row: NaN, fixed by the noise,
+      // or beyond the last prefix.
       std::uint64_t s = 0, never = 0;
       for (std::int64_t k = 0; k < d; ++k) {
         const auto j = static_cast<std::int32_t>(rk[k]);
@@ -482,16 +497,16 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
 void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,
                        std::int64_t* ranking_out, double* curve_out, RunControl* control) {
   check_features(a);
-  PairSweep sweep(a, n_threads, n_rows, control);
+  PairSweep sweep(a, noise, X, n_threads, n_rows, control);
   const LeafBoxes& boxes = sweep.boxes;
   const int threads = sweep.threads;
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
-  std::uint64_t numeric = 0;  // features that can be chosen
+  std::uint64_t choosable = 0;  // features that can be chosen: the noise can move them
   std::int64_t n_candidates = 0;
   for (std::int64_t j = 0; j < d; ++j) {
-    if (!a.categorical_feature[j]) {
-      numeric |= bit(static_cast<std::int32_t>(j));
+    if (noise_moves(a, noise, j)) {
+      choosable |= bit(static_cast<std::int32_t>(j));
       ++n_candidates;
     }
   }
@@ -517,7 +532,7 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
         std::vector<std::uint64_t> two(2 * width);  // [vector][prefix][lane]
         for (std::size_t i = 0; i < width; ++i) {
           const std::size_t v = i / kLanes, l = i % kLanes;
-          const std::uint64_t last = numeric & ~chosen[i];
+          const std::uint64_t last = choosable & ~chosen[i];
           two[(2 * v) * kLanes + l] = chosen[i] & lanes.perturbable[i];
           two[(2 * v + 1) * kLanes + l] = (chosen[i] | last) & lanes.perturbable[i];
           if (i < static_cast<std::size_t>(rows)) {
@@ -548,7 +563,7 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
       std::vector<std::uint64_t> sets(width);
       for (std::size_t i = 0; i < width; ++i) {
         sets[i] = chosen[i] & lanes.perturbable[i];
-        cand[i] = ranking ? (numeric & ~chosen[i] & lanes.perturbable[i]) : 0;
+        cand[i] = ranking ? (choosable & ~chosen[i] & lanes.perturbable[i]) : 0;
       }
       if (ranking) {
         code_greedy(sets.data(), cand.data(), rows, lanes);
@@ -588,7 +603,7 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
         std::int64_t best = -1;
         double best_value = -1.0;
         for (std::int64_t j = 0; j < d; ++j) {
-          if (((numeric >> j) & 1u) == 0 || ((chosen[static_cast<std::size_t>(i)] >> j) & 1u) != 0) continue;
+          if (((choosable >> j) & 1u) == 0 || ((chosen[static_cast<std::size_t>(i)] >> j) & 1u) != 0) continue;
           // A feature NaN in the row stays missing: perturbing it changes nothing.
           const bool moves = ((lanes.perturbable[static_cast<std::size_t>(i)] >> j) & 1u) != 0;
           const double value = moves ? base + corr_total[(v * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)) * kLanes + l] : base;
@@ -601,12 +616,12 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
         ranking_out[(r0 + i) * d + step] = best;
       }
     }
-    // Categorical features last, in index order, repeating the last curve value.
+    // Features the noise never moves last, in index order, repeating the last curve value.
     for (std::int64_t i = 0; i < rows; ++i) {
       std::int64_t step = n_candidates;
       const double last = n_candidates > 0 ? curve_out[(r0 + i) * d + n_candidates - 1] : 0.0;
       for (std::int64_t j = 0; j < d; ++j) {
-        if ((numeric >> j) & 1u) continue;
+        if ((choosable >> j) & 1u) continue;
         ranking_out[(r0 + i) * d + step] = j;
         curve_out[(r0 + i) * d + step] = last;
         ++step;

@@ -36,8 +36,9 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
     greedy_rank_pairs(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control);
     return;
   }
+  if (noise.has_categorical() && pruning != Pruning::None) throw std::invalid_argument(categorical_unsupported());
   std::int64_t n_candidates = 0;
-  for (std::int64_t j = 0; j < d; ++j) n_candidates += a.categorical_feature[j] ? 0 : 1;
+  for (std::int64_t j = 0; j < d; ++j) n_candidates += noise_moves(a, noise, j) ? 1 : 0;
   if (shares_walks(a, pruning) && n_candidates > 0) {
     // Blocks of rows ranked in lockstep: at each step every candidate set S_i + {j} of every
     // row of the block is a variant, walked in chunks of at most max_variants(a). The sets of
@@ -64,7 +65,7 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
         for (std::int64_t i = 0, v = 0; i < rows; ++i) {
           const std::uint8_t* ch = chosen.data() + static_cast<std::size_t>(i) * du;
           for (std::int64_t j = 0; j < d; ++j) {
-            if (ch[j] || a.categorical_feature[j]) continue;
+            if (ch[j] || !noise_moves(a, noise, j)) continue;
             std::uint8_t* mv = masks.data() + static_cast<std::size_t>(v) * du;
             std::copy(ch, ch + d, mv);
             mv[j] = 1;
@@ -81,7 +82,7 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
           std::int64_t best = -1;
           double best_value = -1.0;
           for (std::int64_t j = 0, c = 0; j < d; ++j) {
-            if (ch[j] || a.categorical_feature[j]) continue;
+            if (ch[j] || !noise_moves(a, noise, j)) continue;
             // Strictly greater: ties go to the lower index.
             const double value = values[static_cast<std::size_t>(i * per_row + c)];
             if (value > best_value) {
@@ -115,7 +116,7 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
       std::int64_t best = -1;
       double best_value = -1.0;
       for (std::int64_t j = 0; j < d; ++j) {
-        if (chosen[j] || a.categorical_feature[j]) continue;
+        if (chosen[j] || !noise_moves(a, noise, j)) continue;
         mask[j] = 1;
         const double v = pg2_row(a, noise, mask.data(), ws, pruning);
         mask[j] = 0;
@@ -125,7 +126,7 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
           best = j;
         }
       }
-      if (best < 0) break;  // only categorical features are left
+      if (best < 0) break;  // only features the noise never moves are left
       chosen[best] = 1;
       mask[best] = 1;
       current = best_value;

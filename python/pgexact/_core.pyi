@@ -23,6 +23,7 @@ class Arena:
     def base_score(self) -> list[float]: ...
     @property
     def categorical_features(self) -> list[int]: ...
+    def split_categories(self, feature: _Int) -> list[int]: ...
     @property
     def max_depth(self) -> int: ...
     @property
@@ -62,22 +63,29 @@ def max_threads() -> int: ...
 # The kernels run on a worker thread; every 100 ms the calling thread checks for signals
 # (Ctrl-C raises KeyboardInterrupt after stopping the work) and calls progress(done, total).
 _Progress = Callable[[int, int], object]
+_Categorical = tuple[ArrayLike, ArrayLike, ArrayLike, ArrayLike]
 # The kernels: rows X (n, d) float64, masks uint8, rankings int64, sigma (d,) float64, noise
 # family codes (d,) uint8; n_threads 0 = all cores; reference=True runs the paper's unpruned
 # O(n^2) pair walk, shared=False the node-pair walks without sharing, pairs=False the shared
-# node-pair walks instead of the leaf-pair kernel (all for checks and benchmarks).
+# node-pair walks instead of the leaf-pair kernel (all for checks and benchmarks). family codes
+# 3 (categorical) and 4 (fixed) need categorical = (change (d,), cat_begin (d + 1,) int64,
+# cat_value, cat_weight) (pgexact._validation.KernelNoise.categorical).
 def pg2(arena: Arena, X: ArrayLike, mask: ArrayLike, sigma: ArrayLike, family: ArrayLike,
         n_threads: _Int = 0, reference: bool = False, shared: bool = True, pairs: bool = True,
+        categorical: Optional[_Categorical] = None,
         progress: Optional[_Progress] = None) -> NDArray[np.float64]: ...
 def pg2_curve(arena: Arena, X: ArrayLike, ranking: ArrayLike, n_steps: _Int, sigma: ArrayLike,
               family: ArrayLike, n_threads: _Int = 0, reference: bool = False,
-              shared: bool = True, pairs: bool = True, progress: Optional[_Progress] = None
-              ) -> NDArray[np.float64]: ...
+              shared: bool = True, pairs: bool = True, categorical: Optional[_Categorical] = None,
+              progress: Optional[_Progress] = None) -> NDArray[np.float64]: ...
 def greedy_rank(arena: Arena, X: ArrayLike, sigma: ArrayLike, family: ArrayLike,
                 n_threads: _Int = 0, reference: bool = False, shared: bool = True,
-                pairs: bool = True, progress: Optional[_Progress] = None
+                pairs: bool = True, categorical: Optional[_Categorical] = None,
+                progress: Optional[_Progress] = None
                 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]: ...
 def expected(arena: Arena, X: ArrayLike, mask: ArrayLike, sigma: ArrayLike, family: ArrayLike,
-             n_threads: _Int = 0, progress: Optional[_Progress] = None) -> NDArray[np.float64]: ...
+             n_threads: _Int = 0, categorical: Optional[_Categorical] = None,
+             progress: Optional[_Progress] = None) -> NDArray[np.float64]: ...
 def first_moments(arena: Arena, X: ArrayLike, sigma: ArrayLike, family: ArrayLike,
-                  n_threads: _Int = 0, progress: Optional[_Progress] = None) -> NDArray[np.float64]: ...
+                  n_threads: _Int = 0, categorical: Optional[_Categorical] = None,
+                  progress: Optional[_Progress] = None) -> NDArray[np.float64]: ...

@@ -167,8 +167,8 @@ class PreparedCall:
         as a check on the fast kernel); the values agree up to rounding.
         """
         n = self.noise
-        return _core.pg2(self.ensemble._arena, self.X, mask, n.sigma, n.family, self.threads, reference,
-                         categorical=n.categorical, progress=self._stage())
+        return _core.pg2(self.ensemble._arena, self.X, mask, n.sigma, n.family, self.threads,
+                         reference=reference, categorical=n.categorical, progress=self._stage())
 
     def pg2_curve(self, ranking: np.ndarray) -> np.ndarray:
         """PG² of every top-k prefix of a validated int64 ranking, ``(n, d)``."""

@@ -163,6 +163,10 @@ class Arena {
   // The library's own decision for an observed (unperturbed) value, NaN included.
   bool goes_left(std::int32_t n, double x) const;
 
+  // The categories named by the categorical splits on feature j: every member of their sets,
+  // sorted (the default categories of categorical noise).
+  std::vector<std::int64_t> split_categories(std::int32_t j) const;
+
   // The leaf the library routes row `x` to in tree `t`.
   std::int32_t leaf_of(std::int64_t t, const double* x) const;
 

@@ -27,9 +27,16 @@
 //     for a single set, or the explicit-stack recursion for deeper trees.
 // Pruning::None computes Cov by the paper's pre-order pair walk over all leaf pairs of all
 // tree pairs instead: the reference the fast paths are tested and benchmarked against.
+//
+// Categorical noise (noise.hpp): the walks' boxes are intervals, so PG2 with a feature
+// perturbed by category is computed by the leaf-pair kernel (pair_kernel.hpp, whose boxes can
+// be sets of cells) or, with Pruning::None, by the unpruned leaf-pair reference
+// (reference_kernel.hpp); E f(x') by that reference's leaf sum. Fixed features are never
+// perturbed, like NaN entries.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #ifdef PGEXACT_OPENMP
@@ -158,9 +165,21 @@ bool shares_walks(const Arena& arena, Pruning pruning);
 // fixed per-thread budget.
 std::int32_t max_variants(const Arena& arena);
 
-// Checks that no perturbed feature has a categorical split and that the arena has one output.
-// Throws std::invalid_argument naming the feature.
-void check_perturbable(const Arena& arena, const std::uint8_t* perturbed, std::int64_t n_masks);
+// Checks that no feature with categorical splits is perturbed by additive noise and that the
+// arena has one output. Throws std::invalid_argument naming the feature.
+void check_perturbable(const Arena& arena, const Noise& noise, const std::uint8_t* perturbed, std::int64_t n_masks);
+
+// Whether the noise can move feature j: not fixed, and not additive noise on a feature the
+// model splits on by category (the Python layer never asks for that; such a feature stays put
+// in a ranking and is refused in a set).
+inline bool noise_moves(const Arena& arena, const Noise& noise, std::int64_t j) {
+  return noise.perturbs(j) && (noise.categorical(j) || !arena.categorical_feature[j]);
+}
+
+// The errors for additive noise on a feature split by category, and for categorical noise in a
+// kernel that cannot compute it.
+std::string additive_on_categories(std::int64_t feature);
+std::string categorical_unsupported();
 
 // PG2 for n rows; `perturbed` is one mask of n_features entries, or one per row.
 void pg2_batch(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,

@@ -15,6 +15,10 @@
 // paths send that special value their way. The enumeration keeps such pairs too (conservative:
 // the row weights decide), and gives an empty intersection the interval [lo, lo), whose
 // probability is exactly zero when the feature is perturbed.
+//
+// A feature perturbed by category has sets of cells instead of intervals (category_cells.hpp):
+// its boxes are the sets' extended index pairs, every split on it narrows by set, and the same
+// rules hold (equal sets have equal indices, an empty set is [lo, lo)).
 #pragma once
 
 #include <algorithm>
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "pgexact/arena.hpp"
+#include "pgexact/category_cells.hpp"
 #include "pgexact/pair_passes.hpp"  // LeafPair
 
 namespace pgexact {
@@ -47,14 +52,26 @@ struct LeafBoxes {
   // other tree, so it should not call back into the arena.
   struct Node {
     std::int32_t left, right;  // children; left = -1 for a leaf
-    std::int32_t bound;        // boundary index of a numeric split, -1 if it never narrows a box
+    // Boundary index of a numeric split; kNarrowsNothing if it never narrows a box;
+    // kNarrowsSet for a split on a feature perturbed by category (see set_after).
+    std::int32_t bound;
     std::int32_t leaf;         // leaf index for a leaf
     std::uint8_t feature;
     std::uint8_t nan_left, zero_left;  // where NaN and zero go at the split
   };
+  static constexpr std::int32_t kNarrowsNothing = -1;
+  static constexpr std::int32_t kNarrowsSet = -2;
   std::vector<Node> nodes;
+  // Per node splitting on a feature perturbed by category, [2 node + side]: the id of the set
+  // of cells its child's whole path admits on that feature (the prefix set).
+  std::vector<std::int32_t> set_after;
+  CategoryCells cells;
+  std::int64_t n_bounds = 0;  // boundary indices, the cells' sets included
 
+  // Boxes of a model whose features are all perturbed additively (or not at all).
   explicit LeafBoxes(const Arena& arena);
+  // Boxes with `cells` for the features perturbed by category.
+  LeafBoxes(const Arena& arena, CategoryCells&& cells);
   std::int32_t n_leaves() const { return static_cast<std::int32_t>(leaf_node.size()); }
 };
 

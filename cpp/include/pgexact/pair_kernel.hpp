@@ -32,6 +32,10 @@
 // in); every candidate S + {i} of a greedy step (a pair with out-set R = out \ S adds
 // w P_S D_i to candidate i when R is {} or {i}, so one pass ranks all candidates, and the same
 // pass yields PG2(S) in the canonical order for the curve).
+//
+// Features perturbed by category (noise.hpp) enter as sets of cells (category_cells.hpp):
+// their boxes are index pairs whose table entries hold the set probabilities, so the passes
+// run unchanged and every property above holds for them too.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +59,7 @@ void pg2_curve_pairs(const Arena& arena, const Noise& noise, const double* X, st
                      const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
                      double* out, RunControl* control = nullptr);
 
-// Greedy ranking (ties to the lower index; categorical features last, never perturbed) and its
+// Greedy ranking (ties to the lower index; features the noise never moves last) and its
 // curve, curve_out[i, k] = PG2(x_i, first k+1 chosen features), bit for bit pg2_curve's.
 void greedy_rank_pairs(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                        int n_threads, std::int64_t* ranking_out, double* curve_out,
