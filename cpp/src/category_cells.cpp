@@ -64,11 +64,11 @@ CategoryCells::CategoryCells(const Arena& a, const Noise& noise, const double* X
       const std::int32_t cell = f.n_cells++;
       f.cell_of_signature.emplace(key, cell);
       signatures.push_back(std::move(key));
-      f.cell_weight.push_back(0.0);
       return cell;
     };
     for (std::int64_t k = noise.cat_begin[j]; k < noise.cat_begin[j + 1]; ++k) {
-      f.cell_weight[static_cast<std::size_t>(add(noise.cat_value[k]))] += noise.cat_weight[k];
+      f.category_cell.push_back(add(noise.cat_value[k]));
+      f.category_weight.push_back(noise.cat_weight[k]);
     }
     for (const double x : values) add(x);
     f.words = (f.n_cells + 63) / 64;
@@ -92,16 +92,16 @@ std::int32_t CategoryCells::intern(Feature& f, const std::uint64_t* bits) {
   const std::int32_t id = f.n_sets();
   f.id_of.emplace(std::move(key), id);
   f.bits.insert(f.bits.end(), bits, bits + f.words);
-  // W(set) summed in cell order, so a set's weight does not depend on how it was reached.
-  double w = 0.0;
-  bool none = true;
-  for (std::int32_t c = 0; c < f.n_cells; ++c) {
-    if ((bits[c / 64] >> (c % 64)) & 1u) {
-      w += f.cell_weight[static_cast<std::size_t>(c)];
-      none = false;
-    }
+  // W and W' summed over the categories in the noise's order (see the file comment).
+  double in = 0.0, out = 0.0;
+  for (std::size_t k = 0; k < f.category_cell.size(); ++k) {
+    const std::int32_t c = f.category_cell[k];
+    ((bits[c / 64] >> (c % 64)) & 1u ? in : out) += f.category_weight[k];
   }
-  f.weight.push_back(w);
+  bool none = true;
+  for (std::int32_t w = 0; w < f.words; ++w) none = none && bits[w] == 0;
+  f.inside.push_back(in);
+  f.outside.push_back(out);
   f.empty.push_back(none ? 1 : 0);
   return id;
 }

@@ -949,7 +949,7 @@ double pg2_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed
   if (noise.has_categorical()) {
     // Categorical noise: the leaf-pair kernel (pg2_pairs) or this unpruned reference.
     if (pruning != Pruning::None) throw std::invalid_argument(categorical_unsupported());
-    return pg2_reference_row(a, noise, ws.row, perturbed);
+    return pg2_reference_row(a, LeafPaths(a), noise, ws.row, perturbed);  // slow by design
   }
   const std::int32_t d = a.n_features;
   std::int32_t last = -1;
@@ -1177,11 +1177,13 @@ void expected_batch(const Arena& a, const Noise& noise, const double* X, std::in
   noise.validate(a.n_features);
   check_perturbable(a, noise, perturbed, mask_per_row ? n_rows : 1);
   const std::int64_t d = a.n_features;
-  const bool by_leaves = noise.has_categorical();  // the walks' boxes are intervals only
+  // The walks' boxes are intervals only: categorical noise sums over the leaves' paths.
+  const bool by_leaves = noise.has_categorical();
+  const LeafPaths leaves = by_leaves ? LeafPaths(a) : LeafPaths(Arena());
   for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
     const std::uint8_t* mask = perturbed + (mask_per_row ? i * d : 0);
     if (by_leaves) {
-      out[i] = expected_reference_row(a, noise, X + i * d, mask);
+      out[i] = expected_reference_row(a, leaves, noise, X + i * d, mask);
       return;
     }
     ws.begin_row(X + i * d);

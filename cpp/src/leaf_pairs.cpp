@@ -89,6 +89,10 @@ void emit(const LeafBoxes& boxes, std::int32_t u, std::int32_t v, std::uint64_t 
     const std::size_t at = static_cast<std::size_t>(v) * d + j;
     if (boxes.lo[at] != lo[j] || boxes.hi[at] != hi[j]) computed |= std::uint64_t{1} << j;
   }
+  // A feature perturbed by category is always an intersection entry: whether its box equals a
+  // leaf's own set depends on the cells, which depend on the call's rows, and the place of a
+  // factor in the product (slots first) must not, or a row's bits would.
+  computed |= features & boxes.set_features;
   const std::uint64_t from_v = (features & ~in_u) | (in_u & cut_u & ~computed);
   const std::uint64_t slots = features & ~computed;
   const auto count = static_cast<std::size_t>(bit_count(features));
@@ -183,7 +187,10 @@ LeafBoxes::LeafBoxes(const Arena& a, CategoryCells&& category_cells)
   for (std::int32_t j = 0; j < a.n_features; ++j) {
     walker.lo[j] = a.feature_bounds_begin[j];          // -inf
     walker.hi[j] = a.feature_bounds_begin[j + 1] - 1;  // +inf
-    if (!cells.empty() && cells.of(j) != nullptr) walker.lo[j] = walker.hi[j] = 0;  // every cell
+    if (!cells.empty() && cells.of(j) != nullptr) {
+      walker.lo[j] = walker.hi[j] = 0;  // every cell
+      set_features |= bit(j);
+    }
   }
   for (std::int64_t t = 0; t < a.n_trees(); ++t) {
     tree_first.push_back(static_cast<std::int32_t>(leaf_node.size()));
@@ -227,7 +234,7 @@ LeafBoxes::LeafBoxes(const Arena& a, CategoryCells&& category_cells)
       node = Node{-1, -1, kNarrowsNothing, node_leaf[n], 0, 0, 0};
       continue;
     }
-    const bool by_set = !cells.empty() && cells.of(a.feature[n]) != nullptr;
+    const bool by_set = ((set_features >> a.feature[n]) & 1u) != 0;
     const std::int32_t bound = by_set ? kNarrowsSet : narrows(a, n) ? a.bound_index[n] : kNarrowsNothing;
     node = Node{a.left[n], a.right[n], bound, -1, static_cast<std::uint8_t>(a.feature[n]),
                 static_cast<std::uint8_t>(a.goes_left(n, NAN)), static_cast<std::uint8_t>(a.goes_left(n, 0.0))};

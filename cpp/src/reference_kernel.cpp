@@ -10,43 +10,7 @@
 namespace pgexact {
 namespace {
 
-struct Step {
-  std::int32_t feature;
-  std::int32_t node;
-  bool left;
-};
-
-// Every leaf's path, steps sorted by feature (then node), and its tree.
-struct Leaves {
-  std::vector<std::vector<Step>> path;
-  std::vector<std::int32_t> node, tree;
-};
-
-Leaves leaves_of(const Arena& a) {
-  Leaves out;
-  for (std::int64_t t = 0; t < a.n_trees(); ++t) {
-    std::vector<std::pair<std::int32_t, std::vector<Step>>> stack{{a.tree_root[t], {}}};
-    while (!stack.empty()) {
-      auto [n, path] = std::move(stack.back());
-      stack.pop_back();
-      if (a.is_leaf(n)) {
-        std::sort(path.begin(), path.end(), [](const Step& p, const Step& q) {
-          return p.feature != q.feature ? p.feature < q.feature : p.node < q.node;
-        });
-        out.path.push_back(std::move(path));
-        out.node.push_back(n);
-        out.tree.push_back(static_cast<std::int32_t>(t));
-        continue;
-      }
-      std::vector<Step> right = path;
-      right.push_back(Step{a.feature[n], n, false});
-      path.push_back(Step{a.feature[n], n, true});
-      stack.emplace_back(a.right[n], std::move(right));
-      stack.emplace_back(a.left[n], std::move(path));
-    }
-  }
-  return out;
-}
+using Step = LeafPaths::Step;
 
 bool follows(const Arena& a, const std::vector<const Step*>& steps, double value) {
   for (const Step* s : steps) {
@@ -62,11 +26,12 @@ double feature_probability(const Arena& a, const Noise& noise, const double* x, 
   const bool moves = perturbed && !std::isnan(xj) && noise_moves(a, noise, j);
   if (!moves) return follows(a, steps, xj) ? 1.0 : 0.0;
   if (noise.categorical(j)) {
-    double drawn = 0.0;
+    // 1 - p W' when x_j is kept on the paths, p W otherwise (W: the categories that follow).
+    double in = 0.0, out = 0.0;
     for (std::int64_t k = noise.cat_begin[j]; k < noise.cat_begin[j + 1]; ++k) {
-      if (follows(a, steps, noise.cat_value[k])) drawn += noise.cat_weight[k];
+      (follows(a, steps, noise.cat_value[k]) ? in : out) += noise.cat_weight[k];
     }
-    return (follows(a, steps, xj) ? 1.0 - noise.change[j] : 0.0) + noise.change[j] * drawn;
+    return follows(a, steps, xj) ? 1.0 - noise.change[j] * out : noise.change[j] * in;
   }
   // Additive: x' in (lo, hi), both ends from the numeric splits' boundaries.
   double lo = -INFINITY, hi = INFINITY;
@@ -106,8 +71,32 @@ void add_compensated(double& sum, double& comp, double v) {
 
 }  // namespace
 
-double pg2_reference_row(const Arena& a, const Noise& noise, const double* x, const std::uint8_t* perturbed) {
-  const Leaves leaves = leaves_of(a);
+LeafPaths::LeafPaths(const Arena& a) {
+  for (std::int64_t t = 0; t < a.n_trees(); ++t) {
+    std::vector<std::pair<std::int32_t, std::vector<Step>>> stack{{a.tree_root[t], {}}};
+    while (!stack.empty()) {
+      auto [n, steps] = std::move(stack.back());
+      stack.pop_back();
+      if (a.is_leaf(n)) {
+        std::sort(steps.begin(), steps.end(), [](const Step& p, const Step& q) {
+          return p.feature != q.feature ? p.feature < q.feature : p.node < q.node;
+        });
+        path.push_back(std::move(steps));
+        node.push_back(n);
+        tree.push_back(static_cast<std::int32_t>(t));
+        continue;
+      }
+      std::vector<Step> right = steps;
+      right.push_back(Step{a.feature[n], n, false});
+      steps.push_back(Step{a.feature[n], n, true});
+      stack.emplace_back(a.right[n], std::move(right));
+      stack.emplace_back(a.left[n], std::move(steps));
+    }
+  }
+}
+
+double pg2_reference_row(const Arena& a, const LeafPaths& leaves, const Noise& noise, const double* x,
+                         const std::uint8_t* perturbed) {
   std::vector<double> home(static_cast<std::size_t>(a.n_trees()));
   for (std::int64_t t = 0; t < a.n_trees(); ++t) home[t] = a.value[a.leaf_of(t, x)];
   std::vector<const Step*> steps;
@@ -127,8 +116,8 @@ double pg2_reference_row(const Arena& a, const Noise& noise, const double* x, co
   return total > 0.0 ? total : 0.0;
 }
 
-double expected_reference_row(const Arena& a, const Noise& noise, const double* x, const std::uint8_t* perturbed) {
-  const Leaves leaves = leaves_of(a);
+double expected_reference_row(const Arena& a, const LeafPaths& leaves, const Noise& noise, const double* x,
+                              const std::uint8_t* perturbed) {
   std::vector<const Step*> steps;
   double sum = 0.0, comp = 0.0;
   for (std::size_t u = 0; u < leaves.node.size(); ++u) {

@@ -305,15 +305,19 @@ class Categorical:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        same = lambda a, b: (a is None and b is None) or (  # noqa: E731
-            a is not None and b is not None and a.shape == b.shape and bool(np.all(a == b)))
-        return self._p == other._p and same(self._categories, other._categories) and \
-            same(self._weights, other._weights)
+        return self._p == other._p and _same(self._categories, other._categories) and \
+            _same(self._weights, other._weights)
 
     def __hash__(self) -> int:
         return hash(("categorical", self._p,
                      None if self._categories is None else self._categories.tobytes(),
                      None if self._weights is None else self._weights.tobytes()))
+
+
+def _same(a: Optional[np.ndarray], b: Optional[np.ndarray]) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return a.shape == b.shape and bool(np.all(a == b))
 
 
 def categorical(p: float = DEFAULT_P, categories: Any = None, weights: Any = None) -> Categorical:
@@ -369,9 +373,9 @@ def check_weights(values: Any, size: int, name: str) -> np.ndarray:
         raise ValueError(f"{name}: expected {size} weights (one per category), got shape {arr.shape}")
     if not np.all(np.isfinite(arr)) or np.any(arr < 0) or not float(arr.sum()) > 0:
         raise ValueError(f"{name}: weights must be finite, non-negative and not all zero")
-    arr = arr / arr.sum()
-    arr.setflags(write=False)
-    return arr
+    normalised: np.ndarray = arr / arr.sum()
+    normalised.setflags(write=False)
+    return normalised
 
 
 def get(name: str) -> NoiseFamily:

@@ -2,12 +2,16 @@
 //
 // Under categorical noise x'_j takes finitely many values: the categories and the row's own
 // x_j. Two values that every split on feature j sends the same way (the same "signature") are
-// one cell: no leaf can tell them apart. A leaf's path on j admits a set of cells, and two
-// leaves' paths together admit the intersection, so
-//   P(x'_j in paths) = (1 - p) [cell(x_j) in A] + p W(A),   W(A) = sum_{c in A} w(cell c),
-// where w(cell) sums the probabilities of the categories in it. The cells are built per call
-// from the categories and the x_j of every row the call evaluates, so every row's own value is
-// a cell, whatever it is (an unseen category, a negative code, a fraction).
+// one cell: no leaf can tell them apart. A leaf's path on j admits a set A of cells, and two
+// leaves' paths together admit the intersection, so with W(A) the probability of the
+// categories in A and W'(A) = 1 - W(A) that of the others,
+//   P(x'_j in A) = 1 - p W'(A) if x_j is in A,   p W(A) otherwise.
+// W and W' are each summed over the categories in their given order, and 1 - p W' is exactly
+// 1 when A holds every category: a set's probability depends only on which values it admits,
+// not on the cells, so a row's value does not depend on which other rows share the call. The
+// cells are built per call from the categories and the x_j of every row the call evaluates,
+// so every row's own value is a cell, whatever it is (an unseen category, a negative code, a
+// fraction).
 //
 // Sets are bitsets over cells, interned (one id per distinct set, 0 = every cell), so equal
 // sets have equal ids. The kernel's boxes are pairs of boundary indices; a set becomes the
@@ -41,11 +45,12 @@ class CategoryCells {
     std::vector<std::int32_t> split_nodes;  // every node that splits on the feature
     std::int32_t n_cells = 0;
     std::int32_t words = 0;                 // 64-bit words per set
-    std::vector<double> cell_weight;        // per cell: probability that a draw lands in it
+    std::vector<std::int32_t> category_cell;  // per category (the noise's order): its cell
+    std::vector<double> category_weight;      // per category: its probability
     std::unordered_map<std::string, std::int32_t> cell_of_signature;
     std::vector<std::uint64_t> left;        // [split][word]: cells that go left at the split
     std::vector<std::uint64_t> bits;        // [set][word]
-    std::vector<double> weight;             // per set: W(set)
+    std::vector<double> inside, outside;    // per set: W(set) and W'(set)
     std::vector<std::uint8_t> empty;        // per set
     std::unordered_map<std::string, std::int32_t> id_of;
     std::int32_t base = 0;                  // extended boundary index of set 0
@@ -53,7 +58,7 @@ class CategoryCells {
     std::int32_t n_prefix = 0;              // sets the meet table has columns for
     std::vector<std::int32_t> meet;         // [leaf rank][set] -> id of the intersection
 
-    std::int32_t n_sets() const { return static_cast<std::int32_t>(weight.size()); }
+    std::int32_t n_sets() const { return static_cast<std::int32_t>(inside.size()); }
     bool has(std::int32_t set, std::int32_t cell) const {
       return ((bits[static_cast<std::size_t>(set) * static_cast<std::size_t>(words) + static_cast<std::size_t>(cell) / 64] >>
                (cell % 64)) & 1u) != 0;
@@ -91,8 +96,7 @@ class CategoryCells {
   std::int32_t cell_of(const Arena& arena, const Feature& f, double x) const;
   // P(x'_j in set) for a row whose value lies in `cell`.
   static double probability(const Feature& f, std::int32_t set, std::int32_t cell) {
-    const double kept = f.has(set, cell) ? 1.0 - f.change : 0.0;
-    return kept + f.change * f.weight[set];
+    return f.has(set, cell) ? 1.0 - f.change * f.outside[set] : f.change * f.inside[set];
   }
 
   std::vector<Feature>& features() { return features_; }

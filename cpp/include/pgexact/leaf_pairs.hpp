@@ -66,7 +66,8 @@ struct LeafBoxes {
   // of cells its child's whole path admits on that feature (the prefix set).
   std::vector<std::int32_t> set_after;
   CategoryCells cells;
-  std::int64_t n_bounds = 0;  // boundary indices, the cells' sets included
+  std::uint64_t set_features = 0;  // features perturbed by category
+  std::int64_t n_bounds = 0;       // boundary indices, the cells' sets included
 
   // Boxes of a model whose features are all perturbed additively (or not at all).
   explicit LeafBoxes(const Arena& arena);

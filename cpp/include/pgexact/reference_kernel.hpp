@@ -14,17 +14,33 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "pgexact/arena.hpp"
 #include "pgexact/noise.hpp"
 
 namespace pgexact {
 
+// Every leaf of an arena with its path, the path's splits sorted by feature: built once per
+// call, read by every row.
+struct LeafPaths {
+  struct Step {
+    std::int32_t feature;
+    std::int32_t node;
+    bool left;
+  };
+  std::vector<std::vector<Step>> path;
+  std::vector<std::int32_t> node, tree;
+
+  explicit LeafPaths(const Arena& arena);
+};
+
 // PG2(x, S) for one row; perturbed[j] != 0 marks j in S.
-double pg2_reference_row(const Arena& arena, const Noise& noise, const double* x, const std::uint8_t* perturbed);
+double pg2_reference_row(const Arena& arena, const LeafPaths& leaves, const Noise& noise, const double* x,
+                         const std::uint8_t* perturbed);
 
 // E f(x') for one row, x' perturbed on the masked features.
-double expected_reference_row(const Arena& arena, const Noise& noise, const double* x,
+double expected_reference_row(const Arena& arena, const LeafPaths& leaves, const Noise& noise, const double* x,
                               const std::uint8_t* perturbed);
 
 }  // namespace pgexact
