@@ -311,7 +311,7 @@ def as_noise(noise: Any, sigma: Any, ensemble: Any,
         elif isinstance(item, _noise.Categorical):
             where = f"noise[{int(positions[j])}]" if per_feature else "noise"
             default = ensemble.split_categories(j) if hasattr(ensemble, "split_categories") else None
-            cats, w = item.resolved(default, where)
+            cats, w = item.resolved(default, where, f"feature {_feature_label(j, ensemble)}")
             codes[j], change[j] = _noise.CATEGORICAL_CODE, item.p
             values.append(cats)
             weights.append(w)

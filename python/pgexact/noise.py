@@ -278,7 +278,8 @@ class Categorical:
         """Normalised weights of :attr:`categories`, or None for uniform."""
         return self._weights
 
-    def resolved(self, default_categories: Optional[np.ndarray], where: str) -> "tuple[np.ndarray, np.ndarray]":
+    def resolved(self, default_categories: Optional[np.ndarray], where: str,
+                 feature: str = "this feature") -> "tuple[np.ndarray, np.ndarray]":
         """``(categories, probabilities)`` with the model's categories as the default.
 
         Parameters
@@ -287,12 +288,15 @@ class Categorical:
             The categories the model's splits name on the feature (None or empty: it has none).
         where : str
             The argument named in errors (``"noise"`` or ``"noise[j]"``).
+        feature : str
+            How errors name the feature.
         """
         cats = self._categories
         if cats is None:
             if default_categories is None or default_categories.size == 0:
-                raise ValueError(f"{where}: the model names no categories for this feature; pass "
-                                 "pgexact.noise.categorical(p, categories=[...]) with the codes to draw")
+                raise ValueError(f"{where}: the model names no categories for {feature} (it has no "
+                                 "categorical splits); pass pgexact.noise.categorical(p, categories=[...]) "
+                                 "with the codes to draw, or additive noise")
             cats = check_categories(default_categories, where)
         w = self._weights if self._weights is not None else np.full(cats.size, 1.0 / cats.size)
         return cats, w
