@@ -208,3 +208,20 @@ def test_categorical_noise_refused_where_the_walks_run() -> None:
                   categorical=n.categorical)
     with pytest.raises(ValueError, match="^noise: first moments"):
         _core.first_moments(model._arena, X, n.sigma, n.family, categorical=n.categorical)
+
+
+def test_categorical_noise_beyond_the_pair_kernel_is_refused_by_name() -> None:
+    d = 70  # more features than the leaf-pair kernel takes
+    tree = dict(children_left=np.array([1, -1, 3, -1, -1]), children_right=np.array([2, -1, 4, -1, -1]),
+                feature=np.array([0, 0, 69, 0, 0]), threshold=np.array([0.0, 0.0, 0.5, 0.0, 0.0]),
+                value=np.array([0.0, 1.0, 0.0, -1.0, 2.0]), cat_nodes=np.array([0]),
+                cat_bitsets=[np.array([0b1010], dtype=np.uint32)])
+    model = pgexact.TreeEnsemble(_core.build_arena_from_arrays([tree], np.zeros(1), d, "<=", False, "lightgbm"))
+    X = np.zeros((2, d))
+    X[1, 0] = 3.0
+    with pytest.raises(ValueError, match=r"^noise: exact categorical perturbation needs .* feature\(s\) #0"):
+        pgexact.pg2(model, X, features=[0], sigma=0.3)
+    fixed: list = ["normal"] * d
+    fixed[0] = None  # the way out the message names
+    out = pgexact.pg2(model, X, features=[0, 69], sigma=0.3, noise=fixed)
+    assert out[0] > 0.0 and out[1] == 0.0  # row 1's category 3 is in the set: the left leaf, fixed

@@ -1036,7 +1036,8 @@ std::string additive_on_categories(std::int64_t j) {
 
 std::string categorical_unsupported() {
   return "noise: categorical perturbation is computed by the leaf-pair kernel (one output, at most 64 "
-         "features, depth at most 256) or the unpruned reference";
+         "features, depth at most 256) or the unpruned reference; fix the categorical features (None) "
+         "or use Monte Carlo";
 }
 
 void check_perturbable(const Arena& a, const Noise& noise, const std::uint8_t* perturbed, std::int64_t n_masks) {

@@ -30,6 +30,11 @@ class Columns(Protocol):
     def feature_names(self) -> Optional[List[str]]: ...
 
 
+#: where the leaf-pair kernel applies, the only exact kernel for categorical noise
+#: (``pairs_apply`` in ``cpp/src/pair_kernel.cpp``)
+MAX_PAIR_FEATURES = 64
+MAX_PAIR_DEPTH = 256
+
 #: family name -> the code the C++ kernels use; the codes live on the noise classes
 #: (``Normal.code`` ...), and :mod:`pgexact._kernels` checks them against the C++ enum
 NOISE_FAMILIES = {name: cls.code for name, cls in _noise.FAMILIES.items()}
@@ -320,6 +325,15 @@ def as_noise(noise: Any, sigma: Any, ensemble: Any,
         if codes[j] >= _noise.CATEGORICAL_CODE:
             sig[j] = 1.0  # unused by the kernels
         begin[j + 1] = begin[j] + (values[-1].size if codes[j] == _noise.CATEGORICAL_CODE else 0)
+    categorical = np.flatnonzero(codes == _noise.CATEGORICAL_CODE)
+    if categorical.size and not isinstance(ensemble, numbers.Integral) and \
+            (d > MAX_PAIR_FEATURES or int(getattr(ensemble, "max_depth", 0)) > MAX_PAIR_DEPTH):
+        labels = ", ".join(_feature_label(int(j), ensemble) for j in categorical[:5])
+        raise ValueError(
+            f"noise: exact categorical perturbation needs a model of at most {MAX_PAIR_FEATURES} features "
+            f"and depth {MAX_PAIR_DEPTH} (the leaf-pair kernel); this one has {d} features and depth "
+            f"{int(getattr(ensemble, 'max_depth', 0))}. Pass None for feature(s) {labels} in a per-feature "
+            "noise list to leave them unperturbed, or estimate with pgexact.mc")
     cat_value = np.ascontiguousarray(np.concatenate(values) if values else np.zeros(0))
     cat_weight = np.ascontiguousarray(np.concatenate(weights) if weights else np.zeros(0))
     return KernelNoise(sig, codes, change, begin, cat_value, cat_weight)
