@@ -26,7 +26,7 @@ D = 4  # features 0, 1: category codes (1 also split numerically); 2, 3: numeric
 N_CODES = 8
 
 
-def _tree(rng: np.random.Generator, depth: int) -> dict:
+def _tree(rng: np.random.Generator, depth: int, n_codes: int = N_CODES) -> dict:
     n = 2 ** (depth + 1) - 1
     left = np.full(n, -1)
     right = np.full(n, -1)
@@ -38,21 +38,22 @@ def _tree(rng: np.random.Generator, depth: int) -> dict:
         j = int(rng.integers(0, D))
         feature[i] = j
         if j == 0 or (j == 1 and rng.random() < 0.6):
-            members = rng.random(N_CODES) < rng.uniform(0.2, 0.8)
-            word = int(np.sum(members.astype(np.int64) << np.arange(N_CODES)))
+            members = rng.random(n_codes) < rng.uniform(0.2, 0.8)
+            words = [int(np.sum(members[w:w + 32].astype(np.int64) << np.arange(members[w:w + 32].size)))
+                     for w in range(0, n_codes, 32)]
             cat_nodes.append(i)
-            cat_bitsets.append(np.array([word], dtype=np.uint32))
+            cat_bitsets.append(np.array(words, dtype=np.uint32))
         else:
-            threshold[i] = rng.uniform(0, N_CODES) if j == 1 else rng.normal()
+            threshold[i] = rng.uniform(0, n_codes) if j == 1 else rng.normal()
     return dict(children_left=left, children_right=right, feature=feature, threshold=threshold,
                 value=np.where(left < 0, rng.normal(size=n), 0.0),
                 missing_go_to_left=rng.integers(0, 2, n), cat_nodes=np.array(cat_nodes, dtype=np.int64),
                 cat_bitsets=cat_bitsets)
 
 
-def _model(seed: int, n_trees: int, depth: int) -> pgexact.TreeEnsemble:
+def _model(seed: int, n_trees: int, depth: int, n_codes: int = N_CODES) -> pgexact.TreeEnsemble:
     rng = np.random.default_rng(seed)
-    trees = [_tree(rng, depth) for _ in range(n_trees)]
+    trees = [_tree(rng, depth, n_codes) for _ in range(n_trees)]
     return pgexact.TreeEnsemble(_core.build_arena_from_arrays(trees, np.array([0.3]), D, "<=", False, "lightgbm"))
 
 
@@ -168,6 +169,24 @@ def test_categories_against_enumeration(seed: int) -> None:
         want = np.array([_enumerated(model, call, x, features) for x in X])
         np.testing.assert_allclose(got, want[:, 0], rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(got_e, want[:, 1], rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_more_cells_than_a_word(seed: int) -> None:
+    """Over 64 cells: sets span several words and their weights are summed cell by cell."""
+    n_codes = 150
+    model = _model(seed, 6, 4, n_codes)
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.integers(0, n_codes + 5, 13), rng.integers(0, n_codes, 13),
+                         rng.normal(size=13), rng.normal(size=13)]).astype(float)
+    noise = [pgexact.noise.categorical(0.6, np.arange(n_codes), rng.random(n_codes)),
+             pgexact.noise.categorical(0.3, np.arange(0, n_codes, 3)), "normal", None]
+    call = prepare_call(model, X, sigma=0.4, noise=noise)
+    masks = (rng.random((13, D)) < 0.7).astype(np.uint8)
+    _close(call.pg2(masks), call.pg2(masks, reference=True))
+    ranking = np.argsort(rng.random((13, D)), axis=1).astype(np.int64)
+    _close(call.pg2_curve(ranking), _core.pg2_curve(model._arena, X, ranking, D, call.noise.sigma,
+                                                    call.noise.family, 1, True, categorical=call.noise.categorical))
 
 
 def test_none_leaves_a_feature_unperturbed() -> None:

@@ -2,14 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 
 namespace pgexact {
 namespace {
-
-// Bound on a feature's meet table (leaf sets x prefix sets): beyond it the model's category
-// sets on one feature are too many for the exact kernel's tables.
-constexpr std::int64_t kMaxMeets = std::int64_t{1} << 25;
 
 // A value's signature: where each split on the feature sends it.
 std::string signature(const Arena& a, const CategoryCells::Feature& f, double x) {
@@ -18,14 +13,9 @@ std::string signature(const Arena& a, const CategoryCells::Feature& f, double x)
   return key;
 }
 
-std::string key_of(const std::uint64_t* bits, std::int32_t words) {
-  return std::string(reinterpret_cast<const char*>(bits), static_cast<std::size_t>(words) * sizeof(std::uint64_t));
-}
-
 }  // namespace
 
-CategoryCells::CategoryCells(const Arena& a)
-    : index_(static_cast<std::size_t>(a.n_features), -1), n_bounds_(static_cast<std::int64_t>(a.bounds.size())) {}
+CategoryCells::CategoryCells(const Arena& a) : index_(static_cast<std::size_t>(a.n_features), -1) {}
 
 CategoryCells::CategoryCells(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows)
     : CategoryCells(a) {
@@ -70,8 +60,24 @@ CategoryCells::CategoryCells(const Arena& a, const Noise& noise, const double* X
       f.category_cell.push_back(add(noise.cat_value[k]));
       f.category_weight.push_back(noise.cat_weight[k]);
     }
+    f.n_category_cells = f.n_cells;
+    f.cell_weight.assign(static_cast<std::size_t>(f.n_cells), 0.0);
+    for (std::size_t k = 0; k < f.category_cell.size(); ++k) f.cell_weight[f.category_cell[k]] += f.category_weight[k];
     for (const double x : values) add(x);
     f.words = (f.n_cells + 63) / 64;
+    if (f.words == 1) {
+      f.inside_by_byte.assign(8 * 256, 0.0);
+      f.outside_by_byte.assign(8 * 256, 0.0);
+      for (std::int32_t b = 0; b < 8; ++b) {
+        for (std::int32_t v = 0; v < 256; ++v) {
+          for (std::int32_t i = 0; i < 8; ++i) {
+            const std::int32_t c = 8 * b + i;
+            if (c >= f.n_category_cells) break;
+            ((v >> i) & 1 ? f.inside_by_byte : f.outside_by_byte)[static_cast<std::size_t>(256 * b + v)] += f.cell_weight[c];
+          }
+        }
+      }
+    }
     const auto words = static_cast<std::size_t>(f.words);
     f.left.assign(f.split_nodes.size() * words, 0);
     for (std::int32_t c = 0; c < f.n_cells; ++c) {
@@ -86,72 +92,44 @@ CategoryCells::CategoryCells(const Arena& a, const Noise& noise, const double* X
 }
 
 std::int32_t CategoryCells::intern(Feature& f, const std::uint64_t* bits) {
-  std::string key = key_of(bits, f.words);
+  std::string key(reinterpret_cast<const char*>(bits), static_cast<std::size_t>(f.words) * sizeof(std::uint64_t));
   const auto found = f.id_of.find(key);
   if (found != f.id_of.end()) return found->second;
   const std::int32_t id = f.n_sets();
   f.id_of.emplace(std::move(key), id);
   f.bits.insert(f.bits.end(), bits, bits + f.words);
-  // W and W' summed over the categories in the noise's order (see the file comment).
-  double in = 0.0, out = 0.0;
-  for (std::size_t k = 0; k < f.category_cell.size(); ++k) {
-    const std::int32_t c = f.category_cell[k];
-    ((bits[c / 64] >> (c % 64)) & 1u ? in : out) += f.category_weight[k];
-  }
-  bool none = true;
-  for (std::int32_t w = 0; w < f.words; ++w) none = none && bits[w] == 0;
-  f.inside.push_back(in);
-  f.outside.push_back(out);
-  f.empty.push_back(none ? 1 : 0);
   return id;
 }
 
 std::int32_t CategoryCells::narrow(Feature& f, std::int32_t set, std::int32_t split, bool left_side) {
   const auto words = static_cast<std::size_t>(f.words);
   std::vector<std::uint64_t> out(words);
-  const std::uint64_t* s = f.bits.data() + static_cast<std::size_t>(set) * words;
+  const std::uint64_t* s = f.set(set);
   const std::uint64_t* l = f.left.data() + static_cast<std::size_t>(split) * words;
   for (std::size_t w = 0; w < words; ++w) out[w] = s[w] & (left_side ? l[w] : ~l[w]);
   if (f.n_cells % 64 != 0) out[words - 1] &= (std::uint64_t{1} << (f.n_cells % 64)) - 1;  // no cells past the last
   return intern(f, out.data());
 }
 
-void CategoryCells::finish(const Arena& a, const std::vector<std::vector<std::int32_t>>& leaf_sets) {
-  std::int64_t next = static_cast<std::int64_t>(a.bounds.size());
-  for (std::size_t i = 0; i < features_.size(); ++i) {
-    Feature& f = features_[i];
-    const auto words = static_cast<std::size_t>(f.words);
-    f.n_prefix = f.n_sets();
-    f.leaf_rank.assign(static_cast<std::size_t>(f.n_prefix), -1);
-    const auto& leaves = leaf_sets[i];
-    if (static_cast<std::int64_t>(leaves.size()) * f.n_prefix > kMaxMeets) {
-      throw std::invalid_argument("noise: the model's splits on feature " + std::to_string(f.feature) +
-                                  " form too many distinct category sets for the exact kernel");
+void CategoryCells::Feature::probabilities(std::int32_t a, std::int32_t b, double* inside, double* outside) const {
+  // W and W' over the category cells in order (see the file comment).
+  const std::uint64_t* p = set(a);
+  const std::uint64_t* q = set(b);
+  double in = 0.0, out = 0.0;
+  if (words == 1) {
+    const std::uint64_t both = p[0] & q[0];
+    for (std::int32_t k = 0; k < 8 && 8 * k < n_category_cells; ++k) {
+      const std::size_t at = static_cast<std::size_t>(256 * k) + ((both >> (8 * k)) & 0xffu);
+      in += inside_by_byte[at];
+      out += outside_by_byte[at];
     }
-    for (std::size_t r = 0; r < leaves.size(); ++r) f.leaf_rank[leaves[r]] = static_cast<std::int32_t>(r);
-    f.meet.assign(leaves.size() * static_cast<std::size_t>(f.n_prefix), 0);
-    std::vector<std::uint64_t> both(words);
-    for (std::size_t r = 0; r < leaves.size(); ++r) {
-      for (std::int32_t p = 0; p < f.n_prefix; ++p) {
-        const std::uint64_t* u = f.bits.data() + static_cast<std::size_t>(leaves[r]) * words;
-        const std::uint64_t* q = f.bits.data() + static_cast<std::size_t>(p) * words;
-        for (std::size_t w = 0; w < words; ++w) both[w] = u[w] & q[w];
-        f.meet[r * static_cast<std::size_t>(f.n_prefix) + static_cast<std::size_t>(p)] = intern(f, both.data());
-      }
+  } else {
+    for (std::int32_t c = 0; c < n_category_cells; ++c) {
+      (((p[c / 64] & q[c / 64]) >> (c % 64)) & 1u ? in : out) += cell_weight[static_cast<std::size_t>(c)];
     }
-    f.leaf_rank.resize(static_cast<std::size_t>(f.n_sets()), -1);
-    if (next + 2 * static_cast<std::int64_t>(f.n_sets()) > (std::int64_t{1} << 30)) {
-      throw std::invalid_argument("noise: too many category sets for the exact kernel");
-    }
-    f.base = static_cast<std::int32_t>(next);
-    next += 2 * static_cast<std::int64_t>(f.n_sets());
   }
-  n_bounds_ = next;
-}
-
-std::int32_t CategoryCells::cell_of(const Arena& a, const Feature& f, double x) const {
-  const auto found = f.cell_of_signature.find(signature(a, f, x));
-  return found == f.cell_of_signature.end() ? -1 : found->second;
+  *inside = 1.0 - change * out;
+  *outside = change * in;
 }
 
 }  // namespace pgexact

@@ -122,6 +122,17 @@ void emit(const LeafBoxes& boxes, std::int32_t u, std::int32_t v, std::uint64_t 
   for (std::uint64_t f = computed; f != 0; f &= f - 1) {
     const int j = __builtin_ctzll(f);
     *feature++ = static_cast<std::uint8_t>(j);
+    if (((boxes.set_features >> j) & 1u) != 0) {
+      // u's set meets the prefix set the walk holds (category_cells.hpp): two row-free numbers.
+      const CategoryCells::Feature& cells = *boxes.cells.of(j);
+      out.make_room_category();
+      double* both = out.category.data() + out.n_category;
+      cells.probabilities(boxes.lo[static_cast<std::size_t>(u) * d + static_cast<std::size_t>(j)], lo[j], both, both + 1);
+      *cut++ = -1 - static_cast<std::int32_t>(out.n_category / 2);
+      *cut++ = 0;
+      out.n_category += 2;
+      continue;
+    }
     *cut++ = lo[j];
     *cut++ = hi[j];
   }
@@ -150,19 +161,23 @@ struct PairWalker {
       if (b >= 0) {
         if (left) box.hi[j] = std::max(old_lo, std::min(old_hi, b));
         else box.lo[j] = std::min(old_hi, std::max(old_lo, b));
-      } else if (b == LeafBoxes::kNarrowsSet) {
-        // u's set meets the set this child's whole path admits (tabulated: category_cells.hpp).
-        const CategoryCells::Feature& f = *boxes.cells.of(j);
-        const std::int32_t u_set = f.set_of(boxes.lo[static_cast<std::size_t>(u) * static_cast<std::size_t>(boxes.n_features) + static_cast<std::size_t>(j)]);
-        const std::int32_t set = boxes.cells.meet(f, u_set, boxes.set_after[2 * static_cast<std::size_t>(n) + static_cast<std::size_t>(side)]);
-        box.lo[j] = f.lo(set);
-        box.hi[j] = f.hi(set);
+      }
+      bool holds_value;  // the box holds some value x'_j can take
+      if (b == LeafBoxes::kNarrowsSet) {
+        // The box on j: the child's prefix set, met with u's set (category_cells.hpp).
+        const std::int32_t prefix = boxes.set_after[2 * static_cast<std::size_t>(n) + static_cast<std::size_t>(side)];
+        box.lo[j] = box.hi[j] = prefix;
+        holds_value = boxes.cells.of(j)->meet(
+            boxes.lo[static_cast<std::size_t>(u) * static_cast<std::size_t>(boxes.n_features) + static_cast<std::size_t>(j)],
+            prefix);
+      } else {
+        holds_value = box.lo[j] < box.hi[j];
       }
       const std::uint64_t nan_next = ((node.nan_left != 0) == left) ? nan_path : (nan_path & ~bit(j));
       const std::uint64_t zero_next = ((node.zero_left != 0) == left) ? zero_path : (zero_path & ~bit(j));
       // Both leaves can hold a common value on j: an interval point, or a special value that
       // both paths route their way.
-      const bool admissible = box.lo[j] < box.hi[j] || ((u_nan & nan_next) >> j & 1u) != 0 ||
+      const bool admissible = holds_value || ((u_nan & nan_next) >> j & 1u) != 0 ||
                               ((u_zero & zero_next) >> j & 1u) != 0;
       const bool cut = box.lo[j] != old_lo || box.hi[j] != old_hi;
       if (admissible) walk(left ? node.left : node.right, nan_next, zero_next, cut ? (cut_u | bit(j)) : cut_u);
@@ -198,27 +213,6 @@ LeafBoxes::LeafBoxes(const Arena& a, CategoryCells&& category_cells)
   }
   tree_first.push_back(static_cast<std::int32_t>(leaf_node.size()));
   const auto d = static_cast<std::size_t>(n_features);
-  n_bounds = static_cast<std::int64_t>(a.bounds.size());
-  if (!cells.empty()) {
-    // Every set is known now: tabulate the meets, then leaves' sets become index pairs.
-    std::vector<std::vector<std::int32_t>> leaf_sets(cells.features().size());
-    for (std::size_t i = 0; i < cells.features().size(); ++i) {
-      const auto j = static_cast<std::size_t>(cells.features()[i].feature);
-      for (std::size_t leaf = 0; leaf < leaf_node.size(); ++leaf) leaf_sets[i].push_back(lo[leaf * d + j]);
-      std::sort(leaf_sets[i].begin(), leaf_sets[i].end());
-      leaf_sets[i].erase(std::unique(leaf_sets[i].begin(), leaf_sets[i].end()), leaf_sets[i].end());
-    }
-    cells.finish(a, leaf_sets);
-    for (const CategoryCells::Feature& f : cells.features()) {
-      const auto j = static_cast<std::size_t>(f.feature);
-      for (std::size_t leaf = 0; leaf < leaf_node.size(); ++leaf) {
-        const std::int32_t set = lo[leaf * d + j];
-        lo[leaf * d + j] = f.lo(set);
-        hi[leaf * d + j] = f.hi(set);
-      }
-    }
-    n_bounds = cells.n_bounds();
-  }
   slot_of.assign(leaf_node.size() * d, -1);
   for (std::size_t leaf = 0; leaf < leaf_node.size(); ++leaf) {
     slot_first.push_back(n_slots);

@@ -28,7 +28,7 @@ namespace {
 constexpr std::int64_t kBlockBytes = std::int64_t{96} << 20;
 
 std::int64_t block_rows(const Arena& a, const LeafBoxes& boxes, std::int64_t sums_per_row) {
-  const std::int64_t per_row = 16 * boxes.n_bounds + 17 * boxes.n_leaves() +
+  const std::int64_t per_row = 16 * static_cast<std::int64_t>(a.bounds.size()) + 17 * boxes.n_leaves() +
                                8 * boxes.n_slots + 8 * sums_per_row * a.n_trees();
   std::int64_t rows = kBlockBytes / std::max<std::int64_t>(per_row, 1);
   rows = std::max<std::int64_t>(8, std::min<std::int64_t>(rows, 4096));
@@ -63,13 +63,14 @@ struct Lanes {
   LaneView view(std::int32_t v) const {
     const std::size_t leaves = static_cast<std::size_t>(v) * static_cast<std::size_t>(n_leaves) * kLanes;
     return LaneView{at_bound(v, 0), weight.data() + leaves, code.data() + leaves,
-                    masses.data() + static_cast<std::size_t>(v) * static_cast<std::size_t>(n_slots) * kLanes};
+                    masses.data() + static_cast<std::size_t>(v) * static_cast<std::size_t>(n_slots) * kLanes,
+                    out.data() + leaves};
   }
 };
 
 void resize_lanes(const Arena& a, const LeafBoxes& boxes, std::int32_t vectors, Lanes& lanes) {
   lanes.vectors = vectors;
-  lanes.n_bounds = boxes.n_bounds;
+  lanes.n_bounds = static_cast<std::int64_t>(a.bounds.size());
   lanes.n_leaves = boxes.n_leaves();
   const auto v = static_cast<std::size_t>(vectors);
   lanes.table.assign(v * static_cast<std::size_t>(lanes.n_bounds) * 2 * kLanes, 0.0);
@@ -112,17 +113,6 @@ void fill_lane(const Arena& a, const Noise& noise, const LeafBoxes& boxes, const
     }
   }
   lanes.perturbable[static_cast<std::size_t>(v) * kLanes + l] = perturbable;
-  // Features perturbed by category: per set, T[lo] = 0 and T[hi] = P(x'_j in set), I = 0.
-  for (const CategoryCells::Feature& f : boxes.cells.features()) {
-    if (((perturbable >> f.feature) & 1u) == 0) continue;
-    const std::int32_t cell = boxes.cells.cell_of(a, f, x[f.feature]);
-    for (std::int32_t set = 0; set < f.n_sets(); ++set) {
-      double* lo = lanes.table.data() + ((static_cast<std::size_t>(v) * lanes.n_bounds + f.lo(set)) * 2) * kLanes + l;
-      double* hi = lanes.table.data() + ((static_cast<std::size_t>(v) * lanes.n_bounds + f.lo(set) + 1) * 2) * kLanes + l;
-      lo[0] = lo[kLanes] = hi[kLanes] = 0.0;
-      hi[0] = CategoryCells::probability(f, set, cell);
-    }
-  }
   // Each leaf's interval masses, with the very operations of the passes' mass() (so a slot
   // gives the bits the table would).
   const std::size_t d = static_cast<std::size_t>(a.n_features);
@@ -131,7 +121,8 @@ void fill_lane(const Arena& a, const Noise& noise, const LeafBoxes& boxes, const
   // box has no slots.)
   const std::size_t masses_at = static_cast<std::size_t>(v) * static_cast<std::size_t>(lanes.n_slots) * kLanes + l;
   for (std::size_t leaf = 0; leaf < boxes.leaf_node.size(); ++leaf) {
-    for (std::uint64_t f = boxes.constrained[leaf]; f != 0; f &= f - 1) {
+    // (A feature perturbed by category is never a slot: its entries carry their own numbers.)
+    for (std::uint64_t f = boxes.constrained[leaf] & ~boxes.set_features; f != 0; f &= f - 1) {
       const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
       const double* lo = table + static_cast<std::size_t>(boxes.lo[leaf * d + j]) * 2 * kLanes;
       const double* hi = table + static_cast<std::size_t>(boxes.hi[leaf * d + j]) * 2 * kLanes;

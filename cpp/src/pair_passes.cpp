@@ -89,6 +89,19 @@ __attribute__((always_inline)) inline vd mass(const LaneView& lanes, std::int32_
   const vd zero = {};
   return m > zero ? m : zero;
 }
+// Mass of an intersection on a feature j perturbed by category (pair_passes.hpp, PairView):
+// both[0] where the lane's x_j is in both leaves' sets (x leaves neither path on j), else
+// both[1].
+__attribute__((always_inline)) inline vd category_mass(const LaneView& lanes, const LeafPair& p, std::int32_t j,
+                                                       const double* both) {
+  const vu out = load_u(lanes.out + static_cast<std::size_t>(p.u) * kLanes) |
+                 load_u(lanes.out + static_cast<std::size_t>(p.v) * kLanes);
+  const vu zero = {};
+  const vd none = {};
+  const vd inside = none + both[0];  // broadcast
+  const vd outside = none + both[1];
+  return ((out >> j) & 1u) == zero ? inside : outside;
+}
 // Lane mask of the lanes whose set holds feature j.
 __attribute__((always_inline)) inline vi holds(vu S, std::int32_t j) {
   const vu zero = {};
@@ -121,8 +134,10 @@ struct Entries {
   const std::uint8_t* slot;
   const std::int32_t* cut;
   const std::int32_t* slot_first;
+  const double* category;
 
-  explicit Entries(const PairView& pl) : feature(pl.feature), slot(pl.slot), cut(pl.cut), slot_first(pl.slot_first) {}
+  explicit Entries(const PairView& pl)
+      : feature(pl.feature), slot(pl.slot), cut(pl.cut), slot_first(pl.slot_first), category(pl.category) {}
   // Moves past pair p's entries (call once per pair, skipped or not, after reading them).
   __attribute__((always_inline)) void next(const LeafPair& p) {
     feature += p.count;
@@ -143,6 +158,7 @@ struct Entries {
       return load_d(lanes.masses + static_cast<std::size_t>(at) * kLanes);
     }
     const std::int32_t* c = cut + 2 * (e - p.n_slots);
+    if (c[0] < 0) return category_mass(lanes, p, feature[e], category + 2 * static_cast<std::size_t>(-1 - c[0]));
     return mass(lanes, c[0], c[1]);
   }
 };

@@ -17,8 +17,12 @@
 // probability is exactly zero when the feature is perturbed.
 //
 // A feature perturbed by category has sets of cells instead of intervals (category_cells.hpp):
-// its boxes are the sets' extended index pairs, every split on it narrows by set, and the same
-// rules hold (equal sets have equal indices, an empty set is [lo, lo)).
+// every split on it narrows by set, a leaf's "interval" on it is the id of its set (lo = hi),
+// the walk keeps the id of the current node's prefix set there, and an empty meet of u's set
+// with that prefix set ends the walk as an empty interval does. Its entries are always
+// intersection entries, whose cut pair is (-1 - k, 0): k names the pair list's two row-free
+// probabilities for the intersection (category_cells.hpp), of which the pass picks one per
+// row by the leaves' out masks.
 #pragma once
 
 #include <algorithm>
@@ -67,7 +71,6 @@ struct LeafBoxes {
   std::vector<std::int32_t> set_after;
   CategoryCells cells;
   std::uint64_t set_features = 0;  // features perturbed by category
-  std::int64_t n_bounds = 0;       // boundary indices, the cells' sets included
 
   // Boxes of a model whose features are all perturbed additively (or not at all).
   explicit LeafBoxes(const Arena& arena);
@@ -85,18 +88,20 @@ struct PairList {
   std::vector<std::uint8_t> feature;  // per entry
   std::vector<std::uint8_t> slot;     // per slot entry (PairView)
   std::vector<std::int32_t> cut;      // per intersection entry: lo, hi
-  std::size_t n_pairs = 0, n_features = 0, n_slots = 0, n_cuts = 0;
+  std::vector<double> category;       // per category entry: P inside, P outside
+  std::size_t n_pairs = 0, n_features = 0, n_slots = 0, n_cuts = 0, n_category = 0;
 
   PairView view(const LeafBoxes& boxes) const {
     return PairView{runs.data(), runs.size(), pairs.data(), n_pairs, feature.data(), slot.data(), cut.data(),
-                    boxes.slot_first.data()};
+                    boxes.slot_first.data(), category.data()};
   }
   std::size_t bytes() const {
-    return runs.size() * sizeof(LeafRun) + n_pairs * sizeof(LeafPair) + n_features + n_slots + 4 * n_cuts;
+    return runs.size() * sizeof(LeafRun) + n_pairs * sizeof(LeafPair) + n_features + n_slots + 4 * n_cuts +
+           8 * n_category;
   }
   void clear() {
     runs.clear();
-    n_pairs = n_features = n_slots = n_cuts = 0;
+    n_pairs = n_features = n_slots = n_cuts = n_category = 0;
   }
   // Closes the run of leaf u (if it has pairs).
   void end_run(std::int32_t u) {
@@ -104,6 +109,10 @@ struct PairList {
     if (n_pairs == begin) return;
     runs.push_back(LeafRun{u, static_cast<std::uint32_t>(n_pairs), static_cast<std::uint32_t>(n_features),
                            static_cast<std::uint32_t>(n_slots), static_cast<std::uint32_t>(n_cuts)});
+  }
+  // Room for the two probabilities of one more category entry.
+  void make_room_category() {
+    if (category.size() < n_category + 2) category.resize(std::max<std::size_t>(1024, 2 * category.size()));
   }
   // Room for one more pair of up to 64 entries.
   void make_room() {
@@ -119,10 +128,12 @@ struct PairList {
     copy.feature.assign(feature.begin(), feature.begin() + static_cast<std::ptrdiff_t>(n_features));
     copy.slot.assign(slot.begin(), slot.begin() + static_cast<std::ptrdiff_t>(n_slots));
     copy.cut.assign(cut.begin(), cut.begin() + static_cast<std::ptrdiff_t>(n_cuts));
+    copy.category.assign(category.begin(), category.begin() + static_cast<std::ptrdiff_t>(n_category));
     copy.n_pairs = n_pairs;
     copy.n_features = n_features;
     copy.n_slots = n_slots;
     copy.n_cuts = n_cuts;
+    copy.n_category = n_category;
     return copy;
   }
 };

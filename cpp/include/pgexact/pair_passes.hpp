@@ -52,6 +52,9 @@ struct PairView {
   const std::uint8_t* slot;
   const std::int32_t* cut;
   const std::int32_t* slot_first;
+  // Per intersection entry on a feature perturbed by category (cut pair (-1 - k, 0)), at 2 k:
+  // its probability when the row's x_j is in both leaves' sets, and when it is not.
+  const double* category;
 };
 
 // A ranking position no prefix reaches (positions are below 64), and the code of a leaf that
@@ -75,6 +78,7 @@ struct LaneView {
   const double* weight;
   const std::int8_t* code;
   const double* masses;  // [slot][lane]: mass of each leaf's interval on each feature it cuts
+  const std::uint64_t* out;  // [leaf][lane]: features on which x leaves the leaf's path
 };
 
 // The prefixes of one vector of rows: sets[k][lane], the perturbed features of prefix k
