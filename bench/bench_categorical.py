@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 
 import pgexact
+from _results import write_section  # bench/ is on sys.path when a script there runs
 
-HERE = Path(__file__).resolve().parent
 MARK_BEGIN = "<!-- categorical-begin -->"
 MARK_END = "<!-- categorical-end -->"
 
@@ -115,11 +114,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if not args.no_write:
-        path = HERE / "RESULTS.md"
-        old = path.read_text()
-        if MARK_BEGIN in old:
-            old = old[: old.index(MARK_BEGIN)] + old[old.index(MARK_END) + len(MARK_END):].lstrip("\n")
-        path.write_text(old.rstrip("\n") + "\n\n" + text + "\n")
+        write_section(text, MARK_BEGIN, MARK_END)
 
 
 if __name__ == "__main__":

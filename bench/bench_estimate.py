@@ -24,6 +24,7 @@ sys.path.insert(0, str(HERE))
 import bench_scaling as bs  # noqa: E402  (the models)
 
 import pgexact  # noqa: E402
+from _results import write_section  # noqa: E402
 
 MARK_BEGIN = "<!-- estimate-begin -->"
 MARK_END = "<!-- estimate-end -->"
@@ -111,11 +112,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if not args.no_write:
-        path = HERE / "RESULTS.md"
-        old = path.read_text()
-        if MARK_BEGIN in old:
-            old = old[: old.index(MARK_BEGIN)] + old[old.index(MARK_END) + len(MARK_END):].lstrip("\n")
-        path.write_text(old.rstrip("\n") + "\n\n" + text + "\n")
+        write_section(text, MARK_BEGIN, MARK_END)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import bench_xgboost as bx  # noqa: E402  (the paper's data loaders, split and s
 from bench_performance import _median_time as _median  # noqa: E402
 
 import pgexact  # noqa: E402
+from _results import write_section  # noqa: E402
 from pgexact import _core  # noqa: E402
 MARK_BEGIN = "<!-- scaling-begin -->"
 MARK_END = "<!-- scaling-end -->"
@@ -148,11 +149,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if not args.no_write:
-        path = HERE / "RESULTS.md"
-        old = path.read_text() if path.exists() else ""
-        if MARK_BEGIN in old:
-            old = old[: old.index(MARK_BEGIN)] + old[old.index(MARK_END) + len(MARK_END):].lstrip("\n")
-        path.write_text(old.rstrip("\n") + "\n\n" + text + "\n")
+        write_section(text, MARK_BEGIN, MARK_END)
 
 
 if __name__ == "__main__":
