@@ -88,9 +88,20 @@ def feature_cells(bounds: np.ndarray, x: float, s: float, family: str):
     return reps, cell_probs(edges, float(x), float(s), family)
 
 
-def pg2_bruteforce(f, X, S, sigma, family, bounds) -> np.ndarray:
+def category_cells(x: float, p: float, categories, weights):
+    """The values a categorically perturbed feature takes, with their probabilities: x itself
+    with 1 - p (NaN stays NaN with probability 1), each category c with p * w_c."""
+    if np.isnan(x):
+        return np.array([x]), np.array([1.0])
+    return (np.concatenate([[x], np.asarray(categories, dtype=np.float64)]),
+            np.concatenate([[1.0 - p], p * np.asarray(weights, dtype=np.float64)]))
+
+
+def pg2_bruteforce(f, X, S, sigma, family, bounds, categorical=None) -> np.ndarray:
     """Exact PG² by cell enumeration. ``f(A) -> (m,)`` float64 through the library's routing;
-    ``bounds[j]`` the switching points of feature j; ``family`` a name or one name per feature."""
+    ``bounds[j]`` the switching points of feature j; ``family`` a name or one name per feature;
+    ``categorical[j] = (p, categories, weights)`` for a feature perturbed by category."""
+    categorical = categorical or {}
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     n, d = X.shape
     sig = np.broadcast_to(np.asarray(sigma, dtype=np.float64), (d,))
@@ -99,7 +110,8 @@ def pg2_bruteforce(f, X, S, sigma, family, bounds) -> np.ndarray:
     assert 1 <= len(S) <= 2
     blocks, weights, owners = [], [], []
     for i in range(n):
-        cells = [feature_cells(bounds.get(j, np.zeros(0)), X[i, j], sig[j], fams[j]) for j in S]
+        cells = [category_cells(X[i, j], *categorical[j]) if j in categorical
+                 else feature_cells(bounds.get(j, np.zeros(0)), X[i, j], sig[j], fams[j]) for j in S]
         grids = np.meshgrid(*[c[0] for c in cells], indexing="ij")
         probs = cells[0][1]
         for c in cells[1:]:

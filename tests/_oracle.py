@@ -23,6 +23,8 @@ import numpy as np
 import xgboost as xgb
 from scipy.special import ndtr
 
+from _cells import category_cells
+
 F32_NEG_INF = np.float32(-np.inf)
 F32_POS_INF = np.float32(np.inf)
 
@@ -193,8 +195,10 @@ def sigma_vector(sigma, d: int) -> np.ndarray:
     return np.full(d, float(s)) if s.ndim == 0 else s
 
 
-def pg2_bruteforce(model: XGBModel, X, S, sigma, output=None) -> np.ndarray:
-    """Exact PG2 by enumerating the cells of every feature in ``S`` (intended |S| <= 2)."""
+def pg2_bruteforce(model: XGBModel, X, S, sigma, output=None, categorical=None) -> np.ndarray:
+    """Exact PG2 by enumerating the cells of every feature in ``S`` (intended |S| <= 2);
+    ``categorical[j] = (p, categories, weights)`` for a feature perturbed by category."""
+    categorical = categorical or {}
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     S = list(S)
     sig = sigma_vector(sigma, X.shape[1])
@@ -204,7 +208,8 @@ def pg2_bruteforce(model: XGBModel, X, S, sigma, output=None) -> np.ndarray:
         return out
     pts_all, w_all, owner = [], [], []
     for r, x in enumerate(X):
-        per = [feature_cells(model, i, x[i], sig[i], output) for i in S]
+        per = [category_cells(x[i], *categorical[i]) if i in categorical
+               else feature_cells(model, i, x[i], sig[i], output) for i in S]
         grids = np.meshgrid(*[p[0] for p in per], indexing="ij")
         wgrid = np.ones_like(grids[0])
         for g, p in zip(np.meshgrid(*[p[1] for p in per], indexing="ij"), per):

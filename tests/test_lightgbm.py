@@ -347,17 +347,30 @@ def test_unfitted_model():
 
 
 # ------------------------------------------------------------------------------ categorical
-def test_categorical_feature_unperturbed_and_refused_when_perturbed():
+def test_categorical_feature_perturbed_by_category():
+    """Issue 18: a feature LightGBM splits on by category is perturbed by category (the default
+    noise.categorical(0.3) over the categories its splits name), exactly as LightGBM's own predict
+    on every category says; additive noise for it is refused by name."""
     c = build("categorical")
     m = pgexact.load(c.model)
     assert 3 in list(m._arena.categorical_features)
     X = pg_rows(categorical=True)
-    with pytest.raises(ValueError, match="features.*3.*categorical"):
-        pgexact.pg2(m, X, [3])
-    with pytest.raises(ValueError, match="categorical"):
-        pgexact.pg2(m, X, [0, 3])
-    with pytest.raises(ValueError, match="categorical"):
-        pgexact.pg2_curve(m, X, [3, 0, 1, 2])
+    named = m.split_categories(3)
+    uniform = np.full(named.size, 1.0 / named.size)
+    for S in ([3], [0, 3]):
+        got = pgexact.pg2(m, X, S)
+        ref = pg2_bruteforce(c.raw, X, S, 0.3, "normal", c.bounds(), categorical={3: (0.3, named, uniform)})
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-15)
+    weights = np.arange(1.0, named.size + 1)
+    noise = ["normal", "normal", "normal", pgexact.noise.categorical(0.8, named, weights)]
+    got = pgexact.pg2(m, X, [3], noise=noise)
+    ref = pg2_bruteforce(c.raw, X, [3], 0.3, "normal", c.bounds(),
+                         categorical={3: (0.8, named, weights / weights.sum())})
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-15)
+    with pytest.raises(ValueError, match=r"^noise\[3\]: the model splits on feature .* by category"):
+        pgexact.pg2(m, X, [0], noise=["normal"] * 4)
+    curve = pgexact.pg2_curve(m, X, [3, 0, 1, 2])
+    assert np.array_equal(curve[:, 0], pgexact.pg2(m, X, [3]))
     got = pgexact.pg2(m, X, [0, 1])
     ref = pg2_bruteforce(c.raw, X, [0, 1], 0.3, "normal", c.bounds())
     np.testing.assert_allclose(got, ref, rtol=RTOL, atol=1e-15)

@@ -157,8 +157,8 @@ BAD_ARGUMENTS = [
     ("features_mask_shape", "xgb_reg", lambda m: pgexact.pg2(m, X4, np.ones(4, bool)), ValueError, "features"),
     ("features_mask_rows", "xgb_reg", lambda m: pgexact.pg2(m, X4, np.ones((3, D), bool)), ValueError, "features"),
     ("features_nested", "xgb_reg", lambda m: pgexact.pg2(m, X4, [[0, 1]]), ValueError, "features"),
-    ("features_categorical", "lgb_categorical", lambda m: pgexact.pg2(m, X4, [2]), ValueError,
-     r"features.*categorical"),
+    ("noise_additive_on_categorical", "lgb_categorical",
+     lambda m: pgexact.pg2(m, X4, [2], noise=["normal"] * D), ValueError, r"^noise\[2\]: .*by category"),
     # ranking
     ("ranking_duplicate", "xgb_reg", lambda m: pgexact.pg2_curve(m, X4, [0, 0, 1, 2, 3]), ValueError,
      r"ranking.*permutation"),

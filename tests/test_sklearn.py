@@ -342,13 +342,22 @@ def test_hist_poisson_is_raw_log_scale():
     np.testing.assert_allclose(np.exp(pgexact.load(m).predict(Xt)), m.predict(Xt), rtol=1e-12)
 
 
-def test_hist_categorical_unperturbed_and_refused_when_perturbed():
+def test_hist_categorical_perturbed_by_category():
+    """Issue 18: HistGradientBoosting's categorical feature is perturbed by category, by default
+    over the categories its encoder learned, exactly as the model's own predict says."""
     c = build("hist_cat")
     m = pgexact.load(c.model)
     assert list(m._arena.categorical_features) == [3]
     X = pg_rows(c)
-    with pytest.raises(ValueError, match="categorical"):
-        pgexact.pg2(m, X, [3])
+    known = np.asarray(c.model._preprocessor.named_transformers_["encoder"].categories_[0], dtype=float)
+    np.testing.assert_array_equal(m.split_categories(3), known)
+    for S in ([3], [1, 3]):
+        got = pgexact.pg2(m, X, S)
+        ref = pg2_bruteforce(c.f, X, S, 0.3, "normal", c.bounds(),
+                             categorical={3: (0.3, known, np.full(known.size, 1.0 / known.size))})
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-15)
+    with pytest.raises(ValueError, match=r"^noise\[3\]:"):
+        pgexact.pg2(m, X, [3], noise=["normal"] * 4)
     got = pgexact.pg2(m, X, [0, 1])
     ref = pg2_bruteforce(c.f, X, [0, 1], 0.3, "normal", c.bounds())
     np.testing.assert_allclose(got, ref, rtol=RTOL, atol=1e-15)

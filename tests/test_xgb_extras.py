@@ -64,7 +64,9 @@ def test_categorical_predict(categorical_booster):
     assert np.ptp(diff) <= 1e-12 * (1 + o.scale() + abs(diff[0]))
 
 
-def test_categorical_pg2_numeric_features_and_refusal(categorical_booster):
+def test_categorical_pg2_numeric_and_categorical_features(categorical_booster):
+    """Issue 18: the categorical feature is perturbed by category over the categories XGBoost's
+    splits name (the default), as XGBoost's own routing says on every category."""
     o = XGBModel(categorical_booster)
     rng = np.random.default_rng(5)
     X = rng.normal(size=(5, 5))
@@ -72,8 +74,15 @@ def test_categorical_pg2_numeric_features_and_refusal(categorical_booster):
     got = pgexact.pg2(categorical_booster, X, [0, 2])
     ref = pg2_bruteforce(o, X, (0, 2), 0.3)
     np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-14 * (1 + o.scale()) ** 2)
-    with pytest.raises(ValueError, match="categorical|feature"):
-        pgexact.pg2(categorical_booster, X, [1])
+    named = pgexact.load(categorical_booster).split_categories(1)
+    assert named.size >= 2
+    cats = {1: (0.3, named, np.full(named.size, 1.0 / named.size))}
+    for S in ([1], [0, 1]):
+        got = pgexact.pg2(categorical_booster, X, S)
+        ref = pg2_bruteforce(o, X, S, 0.3, categorical=cats)
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-14 * (1 + o.scale()) ** 2)
+    with pytest.raises(ValueError, match=r"^noise\[1\]:"):
+        pgexact.pg2(categorical_booster, X, [1], noise=["normal"] * 5)
 
 
 def test_vector_leaf_refused():
