@@ -29,9 +29,12 @@ columns, names are matched by name.
 
 Reproducibility: the noise for row ``i`` is the ``i``-th block of ``n_samples * d`` draws of one
 ``numpy.random.default_rng(seed)`` stream (a second derived stream for uniform / Laplace
-features), whatever the chunking, so the same seed gives the same numbers (also for any
-``n_jobs``).  ``noise`` and ``sigma`` follow the exact API: sigma is the standard deviation of
-every family.  All prefixes of a ranking share the same draws (common random
+features, a third for features perturbed by category: :class:`pgexact.noise.Sampler`), whatever
+the chunking, so the same seed gives the same numbers (also for any ``n_jobs``).  ``noise`` and
+``sigma`` follow the exact API: sigma is the standard deviation of every additive family, a
+feature the model splits on by category is perturbed by category
+(:func:`pgexact.noise.categorical`, the same default as the exact functions), ``None`` in a
+per-feature list leaves a feature alone.  All prefixes of a ranking share the same draws (common random
 numbers), so ``pg2(S = top-k)`` and column ``k`` of ``pg2_curve`` agree for the same seed.
 """
 
@@ -77,6 +80,14 @@ def _resolve(model: ModelLike, output: Optional[int] = None,
              n_jobs: Optional[int] = None) -> Target:
     """The model's :class:`~pgexact._target.Target` (see :func:`pgexact._adapters.predictor`)."""
     return predictor(model, output, n_jobs)
+
+
+def _structure(model: ModelLike, output: Any) -> Any:
+    """The parsed model, for its categorical features and their categories (``as_noise``): the
+    same perturbation as the exact functions, never additive noise on category codes."""
+    from ._adapters import load
+
+    return load(model, output=output)
 
 
 def _raw_predictor(model: ModelLike, output: Optional[int] = None, *,
@@ -212,7 +223,7 @@ def _simulate(target: Target, X: np.ndarray, masks: np.ndarray, sigma: np.ndarra
                 # one row: its samples in chunks.
                 kk = K - done if nb > 1 else min(K - done, max(1, call_rows() // P))
                 # x + delta for every (row, sample); NaN stays NaN
-                xs = xr[:, None, :] + noise.draw((nb, kk, d)) * sigma  # (nb, kk, d)
+                xs = noise.perturb(xr, kk, sigma)  # (nb, kk, d)
                 xp = np.empty((nb, P, kk, d), dtype=target.dtype)
                 xp[...] = xr[:, None, None, :]
                 np.copyto(xp, xs[:, None, :, :], where=mr[:, :, None, :])
@@ -253,11 +264,13 @@ def _setup(model: ModelLike, X: ArrayLike, sigma: SigmaLike, noise: NoiseLike, n
     target = _resolve(model, output, n_jobs)
     A, order = _v.as_matrix_ordered(X, target)
     d = A.shape[1]
-    kn = _v.as_noise(noise, sigma, d, order)  # per-feature std and family codes
-    sig, codes = kn.sigma, kn.family
+    # the perturbation of every feature, as the exact functions resolve it (the model's
+    # categorical features and their categories come from its parsed trees)
+    kn = _v.as_noise(noise, sigma, _structure(model, output), order)
     _v.warn_large_sigma(A, kn, order)
     K = _check_n_samples(n_samples)
-    return _Setup(target, A, sig, Sampler(codes, seed), K, order, X, check_progress(progress))
+    return _Setup(target, A, kn.sigma, Sampler(kn.family, seed, kn.categorical), K, order, X,
+                  check_progress(progress))
 
 
 def _ranking_for(st: _Setup, ranking: Optional[ArrayLike],

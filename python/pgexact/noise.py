@@ -392,22 +392,30 @@ def get(name: str) -> NoiseFamily:
 
 
 class Sampler:
-    """Unit-variance noise for Monte Carlo, one family per feature (sigma scales the draws).
+    """Perturbed copies for Monte Carlo: additive noise per family, categories, fixed features.
 
     Gaussian features read one ``standard_normal`` stream; uniform and Laplace features read a
     second stream of uniforms, turned into their family by :meth:`NoiseFamily.from_uniform`.
-    Every stream is consumed in row-major (row, sample, feature) order, so the draws do not
-    depend on how the estimators chunk the rows.
+    Features perturbed by category read a third stream, two uniforms per (row, sample,
+    feature): the first below ``p`` draws a category, the second picks it by the cumulative
+    weights. Every stream is consumed in row-major (row, sample, feature) order, all ``d``
+    features included, so the draws do not depend on how the estimators chunk the rows; the
+    second and third streams exist only when some feature needs them (so an all-Gaussian run
+    reads the very draws it always did).
 
     Parameters
     ----------
     codes : numpy.ndarray of uint8, shape (d,)
-        The family code of each feature (``NoiseFamily.code``).
+        The family code of each feature (``NoiseFamily.code``, ``CATEGORICAL_CODE``,
+        ``FIXED_CODE``).
     seed : int or None
         Seed of the stream; None for fresh draws.
+    categorical : tuple, optional
+        ``(change, cat_begin, cat_value, cat_weight)`` as ``pgexact._validation.KernelNoise``
+        holds them; required when a code is ``CATEGORICAL_CODE``.
     """
 
-    def __init__(self, codes: np.ndarray, seed: Optional[int]) -> None:
+    def __init__(self, codes: np.ndarray, seed: Optional[int], categorical: Optional[Any] = None) -> None:
         self.rng = np.random.default_rng(seed)
         codes = np.asarray(codes)
         # the families drawn by inverse CDF, in a fixed order (uniform, then Laplace)
@@ -415,6 +423,18 @@ class Sampler:
                            if bool(np.any(codes == family.code))]
         self.aux = (np.random.default_rng(self.rng.integers(2**63)) if self.by_uniform
                     else None)
+        self.fixed = np.flatnonzero(codes == FIXED_CODE)
+        self.categories = []  # (feature, p, values, cumulative weights)
+        if bool(np.any(codes == CATEGORICAL_CODE)):
+            if categorical is None:
+                raise ValueError("noise: categorical features need their categories")
+            change, begin, values, weights = categorical
+            for j in np.flatnonzero(codes == CATEGORICAL_CODE):
+                b, e = int(begin[j]), int(begin[j + 1])
+                cumulative = np.cumsum(weights[b:e])
+                self.categories.append((int(j), float(change[j]), np.asarray(values[b:e]), cumulative))
+        self.by_category = (np.random.default_rng(self.rng.integers(2**63)) if self.categories
+                            else None)
 
     def draw(self, shape: Any) -> np.ndarray:
         """Draws of ``shape`` (last axis: the d features), unit variance per feature."""
@@ -424,6 +444,26 @@ class Sampler:
             for family, mask in self.by_uniform:
                 z[..., mask] = family.from_uniform(u[..., mask])
         return cast(np.ndarray, z)
+
+    def perturb(self, x: np.ndarray, n_samples: int, sigma: np.ndarray) -> np.ndarray:
+        """``n_samples`` perturbed copies of every row of ``x`` (n, d): shape (n, n_samples, d).
+
+        Additive features get ``x + sigma * z``; a categorical feature keeps ``x_j`` with
+        probability ``1 - p`` and otherwise takes a category drawn by its weights; fixed
+        features keep ``x_j``. Missing values stay missing.
+        """
+        n, d = x.shape
+        xs = x[:, None, :] + self.draw((n, n_samples, d)) * sigma
+        if self.by_category is not None:
+            u = self.by_category.random((n, n_samples, d, 2))
+            for j, p, values, cumulative in self.categories:
+                pick = np.minimum(np.searchsorted(cumulative, u[:, :, j, 1] * cumulative[-1], side="right"),
+                                  values.size - 1)
+                drawn = (u[:, :, j, 0] < p) & ~np.isnan(x[:, None, j])
+                xs[:, :, j] = np.where(drawn, values[pick], x[:, None, j])
+        for j in self.fixed:
+            xs[:, :, j] = x[:, None, j]
+        return xs
 
 
 def scaled(X_background: Any, scale: float = 0.3) -> Any:

@@ -15,8 +15,9 @@ Definitions, for one row ``x`` with attributions ``a`` and ``K`` features kept:
 
 ``f`` is the model's raw output column (as :func:`pgexact.load`: margin for boosted
 classifiers, class-1 probability for binary forest classifiers). The perturbation adds
-``sigma * z`` to each perturbed feature, ``z`` standard normal by default; missing values stay
-missing. ``exact=True`` replaces the Monte Carlo absolute gap by the exact squared gap
+``sigma * z`` to each perturbed feature, ``z`` standard normal by default; a feature the model
+splits on by category is perturbed by category instead (:func:`pgexact.noise.categorical`, as
+in the exact functions; OpenXAI flips binary features); missing values stay missing. ``exact=True`` replaces the Monte Carlo absolute gap by the exact squared gap
 ``E[(f(x') - f(x))^2]`` (:func:`pgexact.pg2`) with the same sets, k and AUC conventions.
 
 Monte Carlo draws: one ``numpy.random.default_rng(seed)`` stream; row ``i`` reads the ``i``-th
@@ -75,8 +76,7 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
         target = predictor(model, output, n_jobs)
         A, order = _v.as_matrix_ordered(X, target)
         n, d = A.shape
-        kn = _v.as_noise(noise, sigma, d, order)
-        sig, codes = kn.sigma, kn.family
+        kn = _v.as_noise(noise, sigma, mc._structure(model, output), order)
     K = _v.as_top_k(k, d)
     # attribution columns follow X's (by name for a DataFrame); the ranking holds model indices
     ranking = call.attribution_ranking(attributions) if exact else \
@@ -100,8 +100,9 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
         np.put_along_axis(pos, ranking, np.arange(d)[None, :], axis=1)  # rank of each feature
         top = pos[:, None, :] < ks[None, :, None]  # (n, P, d): T_k for every k evaluated
         masks = top if important else ~top
-        stats = mc._simulate(target, A, masks, sig, Sampler(codes, seed), n_samples,
-                             check_progress(progress), "openxai.pgi" if important else "openxai.pgu")
+        sampler = Sampler(kn.family, seed, kn.categorical)
+        stats = mc._simulate(target, A, masks, kn.sigma, sampler, n_samples, check_progress(progress),
+                             "openxai.pgi" if important else "openxai.pgu")
         values = stats["ab"]
     return _trapezoid_auc(np.asarray(values, dtype=np.float64))
 
