@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .noise import NoiseFamily
+    from .noise import Categorical, NoiseFamily
 
 __all__ = ["ArrayLike", "FloatArray", "IntArray", "ModelLike", "NoiseLike", "NoiseName",
            "SigmaLike"]
@@ -17,10 +17,11 @@ __all__ = ["ArrayLike", "FloatArray", "IntArray", "ModelLike", "NoiseLike", "Noi
 #: :class:`pgexact.TreeEnsemble` (the libraries are optional, so this cannot be narrower)
 ModelLike = Any
 #: the noise families the exact kernels support, by name
-NoiseName = Literal["normal", "uniform", "laplace"]
-#: a family name or object for every feature, or a sequence with one per feature
-NoiseLike = Union[NoiseName, str, "NoiseFamily", Type["NoiseFamily"],
-                  Sequence[Union[NoiseName, str, "NoiseFamily"]]]
+NoiseName = Literal["normal", "uniform", "laplace", "categorical"]
+#: a family name or object for every feature, or a sequence with one per feature (None: that
+#: feature is not perturbed)
+NoiseLike = Union[NoiseName, str, "NoiseFamily", Type["NoiseFamily"], "Categorical",
+                  Sequence[Union[NoiseName, str, "NoiseFamily", "Categorical", None]]]
 #: a positive standard deviation, or one per feature
 SigmaLike = Union[float, ArrayLike, None]
 #: float64 results

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Optional, cast
+from typing import Any, List, Optional, Tuple, cast
 
 import numpy as np
 
@@ -424,7 +424,8 @@ class Sampler:
         self.aux = (np.random.default_rng(self.rng.integers(2**63)) if self.by_uniform
                     else None)
         self.fixed = np.flatnonzero(codes == FIXED_CODE)
-        self.categories = []  # (feature, p, values, cumulative weights)
+        # per categorical feature: (feature, p, values, cumulative weights)
+        self.categories: List[Tuple[int, float, np.ndarray, np.ndarray]] = []
         if bool(np.any(codes == CATEGORICAL_CODE)):
             if categorical is None:
                 raise ValueError("noise: categorical features need their categories")
@@ -461,9 +462,9 @@ class Sampler:
                                   values.size - 1)
                 drawn = (u[:, :, j, 0] < p) & ~np.isnan(x[:, None, j])
                 xs[:, :, j] = np.where(drawn, values[pick], x[:, None, j])
-        for j in self.fixed:
-            xs[:, :, j] = x[:, None, j]
-        return xs
+        for k in self.fixed:
+            xs[:, :, k] = x[:, None, k]
+        return cast(np.ndarray, xs)
 
 
 def scaled(X_background: Any, scale: float = 0.3) -> Any:
