@@ -244,3 +244,20 @@ def test_categorical_noise_beyond_the_pair_kernel_is_refused_by_name() -> None:
     fixed[0] = None  # the way out the message names
     out = pgexact.pg2(model, X, features=[0, 69], sigma=0.3, noise=fixed)
     assert out[0] > 0.0 and out[1] == 0.0  # row 1's category 3 is in the set: the left leaf, fixed
+
+
+def test_leaf_values_that_would_overflow_are_refused() -> None:
+    """Found by the arena fuzzer: a leaf value of 1e161 squared is infinite, and an infinite
+    weight times a zero probability gave NaN, which the final clamp turned into 0.0."""
+    tree = dict(children_left=np.array([1, -1, -1]), children_right=np.array([2, -1, -1]),
+                feature=np.array([0, 0, 0]), threshold=np.array([0.0, 0.0, 0.0]),
+                value=np.array([0.0, 1e161, 0.5]))
+    model = pgexact.TreeEnsemble(_core.build_arena_from_arrays([tree], np.zeros(1), 1, "<=", False, "none"))
+    X = np.zeros((2, 1))
+    for call in (lambda: pgexact.pg2(model, X, features=[0]), lambda: pgexact.pgi2(model, X),
+                 lambda: pgexact.rank(model, X), lambda: pgexact.expected(model, X, features=[0])):
+        with pytest.raises(ValueError, match=r"^model: a leaf value of 1e\+161 is beyond 1e100"):
+            call()
+    tree["value"] = np.array([0.0, 1e99, 0.5])
+    small = pgexact.TreeEnsemble(_core.build_arena_from_arrays([tree], np.zeros(1), 1, "<=", False, "none"))
+    assert np.all(np.isfinite(pgexact.pg2(small, X, features=[0])))

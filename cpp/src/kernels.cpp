@@ -1,4 +1,6 @@
 #include "pgexact/kernels.hpp"
+
+#include <cstdio>
 #include "pgexact/reference_kernel.hpp"
 
 #include "pgexact/pair_kernel.hpp"
@@ -1040,8 +1042,23 @@ std::string categorical_unsupported() {
          "or use Monte Carlo";
 }
 
+void check_values(const Arena& a) {
+  double largest = 0.0;
+  for (std::int64_t n = 0; n < a.n_nodes(); ++n) {
+    if (a.is_leaf(static_cast<std::int32_t>(n))) largest = std::max(largest, std::fabs(a.value[n]));
+  }
+  if (!(largest <= kMaxLeafValue)) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", largest);
+    throw std::invalid_argument(std::string("model: a leaf value of ") + text +
+                                " is beyond 1e100; PG2 sums products of leaf-value differences, which overflow "
+                                "double precision there (rescale the model's output)");
+  }
+}
+
 void check_perturbable(const Arena& a, const Noise& noise, const std::uint8_t* perturbed, std::int64_t n_masks) {
   if (a.n_outputs != 1) throw std::invalid_argument("output: kernels need a single-output model");
+  check_values(a);
   const std::int32_t d = a.n_features;
   for (std::int32_t j = 0; j < d; ++j) {
     if (!a.categorical_feature[j] || !noise.additive(j)) continue;
@@ -1106,6 +1123,7 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
                      int n_threads, Pruning pruning, double* out, RunControl* control) {
   noise.validate(a.n_features);
   if (a.n_outputs != 1) throw std::invalid_argument("output: kernels need a single-output model");
+  check_values(a);
   const std::int64_t d = a.n_features;
   if (n_steps < 0 || n_steps > d) throw std::invalid_argument("ranking: number of steps out of range");
   // Validate every ranking before any thread starts: a permutation of 0..d-1, and no feature

@@ -30,6 +30,7 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
                        RunControl* control) {
   noise.validate(a.n_features);
   if (a.n_outputs != 1) throw std::invalid_argument("output: kernels need a single-output model");
+  check_values(a);
   const std::int64_t d = a.n_features;
   const auto du = static_cast<std::size_t>(d);
   if (pruning == Pruning::Full && pairs_apply(a)) {

@@ -165,8 +165,16 @@ bool shares_walks(const Arena& arena, Pruning pruning);
 // fixed per-thread budget.
 std::int32_t max_variants(const Arena& arena);
 
-// Checks that no feature with categorical splits is perturbed by additive noise and that the
-// arena has one output. Throws std::invalid_argument naming the feature.
+// Largest |leaf value| the kernels take: PG2 multiplies differences of leaf values and sums
+// such products over all leaf pairs, so beyond this they could overflow to infinity (and an
+// infinite weight times a zero probability is NaN, not the zero it stands for).
+inline constexpr double kMaxLeafValue = 1e100;
+// Throws std::invalid_argument ("model: ...") when a leaf value is beyond kMaxLeafValue.
+void check_values(const Arena& arena);
+
+// Checks that no feature with categorical splits is perturbed by additive noise, that the
+// arena has one output and that its leaf values are in range. Throws std::invalid_argument
+// naming the feature.
 void check_perturbable(const Arena& arena, const Noise& noise, const std::uint8_t* perturbed, std::int64_t n_masks);
 
 // Whether the noise can move feature j: not fixed, and not additive noise on a feature the
