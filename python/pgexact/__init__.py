@@ -12,6 +12,7 @@ from ._adapters import load
 from ._api import pg2, pg2_curve, pgi2, pgu2, rank
 from ._estimate import estimate
 from ._moments import expected, infidelity
+from ._outputs import ClassLabel, ClassPosition
 from ._progress import PerformanceWarning
 from .ensemble import TreeEnsemble
 from .explainer import Explainer, Explanation
@@ -19,6 +20,8 @@ from .explainer import Explainer, Explanation
 __version__ = "0.1.0"
 
 __all__ = [
+    "ClassLabel",
+    "ClassPosition",
     "Explainer",
     "Explanation",
     "PerformanceWarning",

@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import inspect
 import os
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, List, NamedTuple, Optional
 
 import numpy as np
 
 from . import _catboost, _kernels, _lightgbm, _sklearn, _xgboost
 from ._pipeline import is_pipeline
 from ._target import Target
-from ._validation import as_output
+from ._outputs import ModelOutputs, class_labels, is_all, positions, refuse_all, single_position
 from .ensemble import TreeEnsemble
 
-__all__ = ["FAMILIES", "SUPPORTED", "ModelFamily", "load", "predictor"]
+__all__ = ["FAMILIES", "SUPPORTED", "ModelFamily", "load", "load_outputs", "predictor"]
 
 SUPPORTED = (
     "xgboost Booster / XGBRegressor / XGBClassifier / XGBRFRegressor / XGBRFClassifier, "
@@ -51,8 +51,8 @@ class ModelFamily(NamedTuple):
     owns: Callable[[Any], bool]
     #: those the exact kernels can read
     exports: Callable[[Any], bool]
-    #: ``export(model, output) -> TreeEnsemble``
-    export: Callable[[Any, Optional[int]], TreeEnsemble]
+    #: ``export(model) -> ModelOutputs``: the model parsed once, any output selectable
+    export: Callable[[Any], ModelOutputs]
     #: ``predictor(model, output, n_jobs) -> Target``: the library's own batched predict
     predictor: Callable[[Any, Optional[int], Optional[int]], Target]
 
@@ -78,14 +78,14 @@ def _named_model_error(exc: Exception, where: str) -> Exception:
     return type(exc)(f"model: {where}: {msg}")
 
 
-def _from_path(path: str, output: Optional[int]) -> TreeEnsemble:
+def _from_path(path: str) -> ModelOutputs:
     try:
-        return _parse_path(path, output)
+        return _parse_path(path)
     except _kernels.ModelError as exc:
         raise _named_model_error(exc, f"file {path!r}") from None
 
 
-def _parse_path(path: str, output: Optional[int]) -> TreeEnsemble:
+def _parse_path(path: str) -> ModelOutputs:
     if not os.path.exists(path):
         raise ValueError(f"model: file not found: {path!r}")
     if os.path.isdir(path):
@@ -99,48 +99,38 @@ def _parse_path(path: str, output: Optional[int]) -> TreeEnsemble:
         raise ValueError(f"model: file {path!r} is empty")
     head = raw.lstrip()[:1]
     if _lightgbm.looks_like_lightgbm_text(raw):
-        return _lightgbm.lightgbm_ensemble(raw, output, -1, f"LightGBM file {os.path.basename(path)}")
+        return _lightgbm.lightgbm_outputs(raw, -1, f"LightGBM file {os.path.basename(path)}")
     if _catboost.looks_like_cbm(raw) or path.endswith(".cbm"):
-        return _catboost.from_cbm_file(path, output)
+        return _catboost.from_cbm_file(path)
     if _catboost.looks_like_catboost_json(raw):
-        return _catboost.catboost_ensemble(raw, output, f"CatBoost file {os.path.basename(path)}")
+        return _catboost.catboost_outputs(raw, f"CatBoost file {os.path.basename(path)}")
     if head == b"{" or path.endswith((".json", ".ubj")):
         _xgboost.check_written_fields(raw)
-        ens, _, _ = _xgboost.xgboost_ensemble(raw, output, -1,
-                                              f"XGBoost file {os.path.basename(path)}")
-        return ens
+        return _xgboost.xgboost_outputs(raw, -1, f"XGBoost file {os.path.basename(path)}")
     raise ValueError(
         f"model: {path!r} is not a recognised model file (expected XGBoost .json / .ubj, a LightGBM text model or CatBoost .json / .cbm)"
     )
 
 
-def load(model: Any, output: Optional[int] = None) -> TreeEnsemble:
-    """Turn a supported model (object or file path) into a :class:`TreeEnsemble`.
-
-    Parameters
-    ----------
-    model : model object, path or TreeEnsemble
-        An XGBoost, LightGBM, CatBoost or scikit-learn tree model (see :data:`SUPPORTED`), a
-        path to a saved XGBoost ``.json`` / ``.ubj``, LightGBM text or CatBoost ``.json`` /
-        ``.cbm`` model (``.cbm`` needs catboost installed), or a TreeEnsemble (returned as is).
-    output : int, optional
-        The output column: binary boosted classifiers default to the margin, forest-style
-        scikit-learn classifiers to the probability of class 1; multi-class models require it.
-
-    Returns
-    -------
-    TreeEnsemble
-        One output column of the model, ready for the exact kernels.
-    """
-    if isinstance(model, TreeEnsemble):
-        if output is not None and as_output(output, model.n_outputs, "model") != model.output:
+def _ensemble_outputs(ens: TreeEnsemble) -> ModelOutputs:
+    """A TreeEnsemble holds one output of its model: only that one can be selected."""
+    def select(k: int) -> TreeEnsemble:
+        if k != ens.output:
             raise ValueError(
-                f"output: this TreeEnsemble computes output {model.output}; reload the original "
-                f"model with output={output}"
+                f"output: this TreeEnsemble computes output {ens.output}; reload the original "
+                f"model with output={k} (or output='all')"
             )
-        return model
+        return ens
+
+    return ModelOutputs(ens.n_outputs, "model", ens.output, select)
+
+
+def _outputs_of(model: Any) -> ModelOutputs:
+    """The parsed model behind ``model`` (object, path or TreeEnsemble), every output selectable."""
+    if isinstance(model, TreeEnsemble):
+        return _ensemble_outputs(model)
     if isinstance(model, (str, os.PathLike)):
-        return _from_path(os.fspath(model), output)
+        return _from_path(os.fspath(model))
     if is_pipeline(model):
         raise TypeError(
             "model: load() returns the tree model alone and a Pipeline is a function of raw rows; "
@@ -149,7 +139,7 @@ def load(model: Any, output: Optional[int] = None) -> TreeEnsemble:
     for family in FAMILIES:
         if family.exports(model):
             try:
-                return family.export(model, output)
+                return family.export(model)
             except _kernels.ModelError as exc:
                 raise _named_model_error(exc, f"{type(model).__name__}") from None
     raise TypeError(f"model: unsupported type {type(model).__module__}.{type(model).__name__}; "
@@ -158,7 +148,67 @@ def load(model: Any, output: Optional[int] = None) -> TreeEnsemble:
                     "model file or a pgexact.TreeEnsemble (docs/supported_models.md)")
 
 
-def _ensemble_target(model: Any, output: Optional[int], n_jobs: Optional[int]) -> Target:
+def _select(model: Any, outputs: ModelOutputs, k: int) -> TreeEnsemble:
+    try:
+        return outputs.select(k)
+    except _kernels.ModelError as exc:
+        where = f"file {os.fspath(model)!r}" if isinstance(model, (str, os.PathLike)) else \
+            type(model).__name__
+        raise _named_model_error(exc, where) from None
+
+
+def load_outputs(model: Any, output: Any = None) -> List[TreeEnsemble]:
+    """The ensembles of the outputs ``output`` selects, the model parsed once.
+
+    Parameters
+    ----------
+    model : model object, path or TreeEnsemble
+        As in :func:`load`.
+    output : None, int, class label, ClassLabel, ClassPosition or "all"
+        As in :func:`load`; ``"all"`` selects every output, in order.
+
+    Returns
+    -------
+    list of TreeEnsemble
+        One per selected output (one unless ``output="all"``), each equal to what
+        ``load(model, output=k)`` returns.
+    """
+    outputs = _outputs_of(model)
+    if is_all(output) and isinstance(model, TreeEnsemble) and model.n_outputs > 1:
+        raise ValueError(f"output: this TreeEnsemble holds output {model.output} of its model only; "
+                         "pass the original model (object or file) for output='all'")
+    labels = None if isinstance(model, (TreeEnsemble, str, os.PathLike)) else class_labels(model)
+    return [_select(model, outputs, k) for k in positions(output, outputs, labels)]
+
+
+def load(model: Any, output: Any = None) -> TreeEnsemble:
+    """Turn a supported model (object or file path) into a :class:`TreeEnsemble`.
+
+    Parameters
+    ----------
+    model : model object, path or TreeEnsemble
+        An XGBoost, LightGBM, CatBoost or scikit-learn tree model (see :data:`SUPPORTED`), a
+        path to a saved XGBoost ``.json`` / ``.ubj``, LightGBM text or CatBoost ``.json`` /
+        ``.cbm`` model (``.cbm`` needs catboost installed), or a TreeEnsemble (returned as is).
+    output : int, class label, ClassLabel or ClassPosition, optional
+        The output column: binary boosted classifiers default to the margin, forest-style
+        scikit-learn classifiers to the probability of class 1; multi-class models require it.
+        An int is a position, or a class label of an estimator with ``classes_``; an int that
+        is both, with different meanings, is refused: wrap it in
+        :class:`pgexact.ClassLabel` or :class:`pgexact.ClassPosition` (``docs/multiclass.md``).
+        ``"all"`` is refused here (one ensemble is one output): use the metrics with
+        ``output="all"``.
+
+    Returns
+    -------
+    TreeEnsemble
+        One output column of the model, ready for the exact kernels.
+    """
+    refuse_all(output, "load() returns one output column")
+    return load_outputs(model, output)[0]
+
+
+def _ensemble_target(model: Any, output: Any, n_jobs: Optional[int]) -> Target:
     """A path or TreeEnsemble (or anything :func:`load` reads) predicted by the arena."""
     te = load(model, output=output)  # a TreeEnsemble is returned as is
     kwargs = {}
@@ -175,7 +225,7 @@ def _ensemble_target(model: Any, output: Optional[int], n_jobs: Optional[int]) -
     return Target(predict, int(te.n_features), list(names) if names else None, te)
 
 
-def predictor(model: Any, output: Optional[int] = None, n_jobs: Optional[int] = None) -> Target:
+def predictor(model: Any, output: Any = None, n_jobs: Optional[int] = None) -> Target:
     """The batched raw predict Monte Carlo uses for ``model``.
 
     Parameters
@@ -184,8 +234,9 @@ def predictor(model: Any, output: Optional[int] = None, n_jobs: Optional[int] = 
         A library's own object goes through that library's batched predict (margins for
         boosted models, class probabilities for forest-style classifiers); a path or a
         TreeEnsemble through ``TreeEnsemble.predict``.
-    output : int, optional
-        The output column, as in :func:`load`.
+    output : int, class label, ClassLabel or ClassPosition, optional
+        The output column, as in :func:`load` (``"all"`` is refused: Monte Carlo estimates one
+        output at a time).
     n_jobs : int, optional
         The library's thread count (None or -1: all cores); the user's object is unchanged.
 
@@ -195,7 +246,9 @@ def predictor(model: Any, output: Optional[int] = None, n_jobs: Optional[int] = 
         ``predict(X) -> (m,) float64`` for C-contiguous rows in the model's feature order,
         with the model's feature count and names.
     """
+    refuse_all(output, "Monte Carlo (the library's own predict)")
     for family in FAMILIES:
         if family.owns(model):
-            return family.predictor(model, output, n_jobs)
+            k = single_position(output, None, class_labels(model), type(model).__name__)
+            return family.predictor(model, k, n_jobs)
     return _ensemble_target(model, output, n_jobs)

@@ -6,20 +6,21 @@ the kernels through the resulting :class:`~pgexact._kernels.PreparedCall`.
 
 from __future__ import annotations
 
-from typing import Optional, Tuple, cast
+from typing import Iterator, List, Optional, Tuple, cast
 
 import numpy as np
 
 from ._kernels import PreparedCall
-from ._prepare import prepare_call
-from ._typing import ArrayLike, FloatArray, IntArray, ModelLike, NoiseLike, SigmaLike
+from ._outputs import per_output, stack_outputs
+from ._prepare import prepare_calls
+from ._typing import ArrayLike, FloatArray, IntArray, ModelLike, NoiseLike, OutputLike, SigmaLike
 
 __all__ = ["pg2", "pg2_curve", "pgi2", "pgu2", "rank", "rank_with_curve"]
 
 
 def pg2(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike = 0.3,
         noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
-        output: Optional[int] = None, progress: Optional[bool] = None) -> FloatArray:
+        output: OutputLike = None, progress: Optional[bool] = None) -> FloatArray:
     """Exact ``PG²(x, S) = E[(f(x') - f(x))²]`` for every row of X.
 
     Parameters
@@ -41,8 +42,11 @@ def pg2(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike
         Noise family for every feature, or one per feature (:mod:`pgexact.noise`).
     n_jobs : int, optional
         OpenMP threads over rows; None or -1 for all cores. Results do not depend on it.
-    output : int, optional
-        Output column of a multi-output model (see :func:`pgexact.load`).
+    output : int, class label, ClassLabel, ClassPosition or "all", optional
+        Output column of a multi-output model: a position, or a class label of an estimator
+        with ``classes_`` (see :func:`pgexact.load`). ``"all"``: every output, the model parsed
+        once; the results gain an axis of length K (number of outputs) after the rows, and
+        each ``[:, k]`` is bit for bit the result of ``output=k`` (``docs/multiclass.md``).
     progress : bool, optional
         A progress bar on stderr (tqdm, if installed): None (default) when the call is
         projected to take more than about 2 s, True always, False never. Whatever it is, a
@@ -51,36 +55,39 @@ def pg2(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike
 
     Returns
     -------
-    numpy.ndarray of shape (n,), float64
+    numpy.ndarray of shape (n,), float64 (``(n, K)`` for ``output="all"``)
         PG² per row, never negative.
     """
-    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
-                        progress=progress, desc="pg2")
-    with call.progress:
-        return call.pg2(call.feature_mask(features))
+    calls = prepare_calls(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                          progress=progress, desc="pg2")
+    with calls[0].progress:
+        return stack_outputs(output, [call.pg2(call.feature_mask(features)) for call in calls])
 
 
 def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: SigmaLike = 0.3,
               noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
-              output: Optional[int] = None, progress: Optional[bool] = None) -> FloatArray:
+              output: OutputLike = None, progress: Optional[bool] = None) -> FloatArray:
     """``PG²`` of every prefix of a ranking.
 
     Parameters
     ----------
     ranking : array_like of int, shape (d,) or (n, d)
-        A permutation of X's column positions, most important first.
+        A permutation of X's column positions, most important first. With ``output="all"``
+        it applies to every output, or ``(n, K, d)`` gives one per output.
     model, X, sigma, noise, n_jobs, output, progress
         As in :func:`pg2`.
 
     Returns
     -------
-    numpy.ndarray of shape (n, d), float64
+    numpy.ndarray of shape (n, d), float64 (``(n, K, d)`` for ``output="all"``)
         Column k is PG² of the top k+1 features of the ranking.
     """
-    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
-                        progress=progress, desc="pg2_curve")
-    with call.progress:
-        return call.pg2_curve(call.ranking(ranking))
+    calls = prepare_calls(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                          progress=progress, desc="pg2_curve")
+    rankings = per_output(ranking, len(calls), output, "ranking")
+    with calls[0].progress:
+        return stack_outputs(output, [call.pg2_curve(call.ranking(rk))
+                                      for call, rk in zip(calls, rankings)])
 
 
 def _resolve_ranking(call: PreparedCall, ranking: Optional[ArrayLike],
@@ -97,10 +104,19 @@ def _resolve_ranking(call: PreparedCall, ranking: Optional[ArrayLike],
     return greedy, curve
 
 
+def _with_rankings(calls: List[PreparedCall], output: OutputLike, ranking: Optional[ArrayLike],
+                   attributions: Optional[ArrayLike]
+                   ) -> Iterator[Tuple[PreparedCall, Optional[ArrayLike], Optional[ArrayLike]]]:
+    """Each output's call with its ranking and attributions (:func:`pgexact._outputs.per_output`)."""
+    rankings = per_output(ranking, len(calls), output, "ranking")
+    attributions_ = per_output(attributions, len(calls), output, "attributions")
+    return zip(calls, rankings, attributions_)
+
+
 def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
          attributions: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
          noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
-         output: Optional[int] = None, progress: Optional[bool] = None) -> FloatArray:
+         output: OutputLike = None, progress: Optional[bool] = None) -> FloatArray:
     """``PGI²(x, π) = (1/d) Σ_k PG²(x, top-k of π)``, exactly, for every row.
 
     Parameters
@@ -113,27 +129,34 @@ def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
         One column per column of X (a DataFrame is matched by column name), ranked by
         descending absolute value, ties to the lower position. With neither
         ``ranking`` nor ``attributions``, the greedy PG² ranking (:func:`rank`) is used.
+        With ``output="all"``, one ranking or attributions array applies to every output;
+        per output, pass rankings of shape ``(n, K, d)`` or attributions of shape
+        ``(n, d, K)`` (shap's multi-output layout, or a ``shap.Explanation``) or a list of K
+        ``(n, d)`` arrays (older shap's layout).
     sigma, noise, n_jobs, output, progress
         As in :func:`pg2`.
 
     Returns
     -------
-    numpy.ndarray of shape (n,), float64
+    numpy.ndarray of shape (n,), float64 (``(n, K)`` for ``output="all"``)
         PGI² per row.
     """
-    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
-                        progress=progress, desc="pgi2")
-    with call.progress:
-        rk, curve = _resolve_ranking(call, ranking, attributions)
-        if curve is None:
-            curve = call.pg2_curve(rk)
-    return cast(FloatArray, curve.mean(axis=1))
+    calls = prepare_calls(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                          progress=progress, desc="pgi2")
+    results = []
+    with calls[0].progress:
+        for call, r, a in _with_rankings(calls, output, ranking, attributions):
+            rk, curve = _resolve_ranking(call, r, a)
+            if curve is None:
+                curve = call.pg2_curve(rk)
+            results.append(cast(FloatArray, curve.mean(axis=1)))
+    return stack_outputs(output, results)
 
 
 def pgu2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
          attributions: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
          noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
-         output: Optional[int] = None, progress: Optional[bool] = None) -> FloatArray:
+         output: OutputLike = None, progress: Optional[bool] = None) -> FloatArray:
     """``PGU²(x, π) = (1/d) Σ_k PG²(x, bottom-k of π)``: least important first.
 
     Parameters
@@ -143,21 +166,24 @@ def pgu2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
 
     Returns
     -------
-    numpy.ndarray of shape (n,), float64
+    numpy.ndarray of shape (n,), float64 (``(n, K)`` for ``output="all"``)
         PGU² per row.
     """
     stages = 2 if ranking is None and attributions is None else 1  # greedy ranking, then curve
-    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
-                        progress=progress, desc="pgu2", stages=stages)
-    with call.progress:
-        rk, _ = _resolve_ranking(call, ranking, attributions)
-        reverse = np.ascontiguousarray(rk[..., ::-1])
-        return cast(FloatArray, call.pg2_curve(reverse).mean(axis=1))
+    calls = prepare_calls(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                          progress=progress, desc="pgu2", stages=stages)
+    results = []
+    with calls[0].progress:
+        for call, r, a in _with_rankings(calls, output, ranking, attributions):
+            rk, _ = _resolve_ranking(call, r, a)
+            reverse = np.ascontiguousarray(rk[..., ::-1])
+            results.append(cast(FloatArray, call.pg2_curve(reverse).mean(axis=1)))
+    return stack_outputs(output, results)
 
 
 def rank_with_curve(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3,
                     noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
-                    output: Optional[int] = None, progress: Optional[bool] = None
+                    output: OutputLike = None, progress: Optional[bool] = None
                     ) -> Tuple[IntArray, FloatArray]:
     """Greedy ranking and the PG² of each of its prefixes (the search computes both).
 
@@ -168,20 +194,24 @@ def rank_with_curve(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3,
 
     Returns
     -------
-    ranking : numpy.ndarray of shape (n, d), int64
+    ranking : numpy.ndarray of shape (n, d), int64 (``(n, K, d)`` for ``output="all"``)
         As :func:`rank`.
-    curve : numpy.ndarray of shape (n, d), float64
+    curve : numpy.ndarray of shape (n, d), float64 (``(n, K, d)`` for ``output="all"``)
         Column k is PG² of the top k+1 features of the ranking.
     """
-    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
-                        progress=progress, desc="rank")
-    with call.progress:
-        ranking, curve = call.greedy_rank()
-    return call.order.ranking_out(ranking), curve
+    calls = prepare_calls(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                          progress=progress, desc="rank")
+    rankings, curves = [], []
+    with calls[0].progress:
+        for call in calls:
+            ranking, curve = call.greedy_rank()
+            rankings.append(call.order.ranking_out(ranking))
+            curves.append(curve)
+    return stack_outputs(output, rankings), stack_outputs(output, curves)
 
 
 def rank(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3, noise: NoiseLike = "normal",
-         n_jobs: Optional[int] = None, output: Optional[int] = None,
+         n_jobs: Optional[int] = None, output: OutputLike = None,
          progress: Optional[bool] = None) -> IntArray:
     """Greedy PG² ranking per row, most important first.
 
@@ -197,8 +227,8 @@ def rank(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3, noise: Noise
 
     Returns
     -------
-    numpy.ndarray of shape (n, d), int64
-        The ranking of each row, as positions of X's columns.
+    numpy.ndarray of shape (n, d), int64 (``(n, K, d)`` for ``output="all"``)
+        The ranking of each row, as positions of X's columns (``[:, k]``: output k's).
     """
     return rank_with_curve(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
                            progress=progress)[0]

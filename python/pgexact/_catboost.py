@@ -18,17 +18,17 @@ import re
 import subprocess
 import sys
 import tempfile
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
 from . import _kernels
 from ._optional import require
 from ._target import Target, n_threads, select_output
-from ._validation import as_output
+from ._outputs import ModelOutputs
 from .ensemble import TreeEnsemble
 
-__all__ = ["catboost_ensemble", "catboost_model_file", "catboost_target", "cbm_to_json",
+__all__ = ["catboost_outputs", "catboost_model_file", "catboost_target", "cbm_to_json",
            "from_catboost", "from_cbm_file", "is_catboost", "looks_like_catboost_json",
            "looks_like_cbm"]
 
@@ -61,15 +61,23 @@ def _feature_names(names: List[str]) -> Optional[List[str]]:
     return list(names)
 
 
-def catboost_ensemble(text: Any, output: Optional[int], source: str) -> TreeEnsemble:
-    """TreeEnsemble of one output of a CatBoost JSON model (str or bytes)."""
+def catboost_outputs(text: Any, source: str,
+                     check: Optional[Callable[[TreeEnsemble], None]] = None) -> ModelOutputs:
+    """Parse a CatBoost JSON model (str or bytes) once; each output is selected from that parse."""
     full, meta = _kernels.parse_catboost_json(text, -1)
     loss = meta.get("loss_function") or ""
     what = f"CatBoost model (loss {loss!r})" if loss else "CatBoost model"
-    k = as_output(output, full.n_outputs, what)
-    arena = full.select_output(k) if full.n_outputs > 1 else full
-    return TreeEnsemble(arena, feature_names=_feature_names(list(meta["feature_names"])), output=k,
-                        n_outputs=full.n_outputs, source=source, meta=meta)
+    names = _feature_names(list(meta["feature_names"]))
+
+    def select(k: int) -> TreeEnsemble:
+        arena = full.select_output(k) if full.n_outputs > 1 else full
+        ens = TreeEnsemble(arena, feature_names=names, output=k, n_outputs=full.n_outputs,
+                           source=source, meta=meta)
+        if check is not None:
+            check(ens)
+        return ens
+
+    return ModelOutputs(int(full.n_outputs), what, None, select)
 
 
 def _fitted(model: Any) -> Any:
@@ -139,16 +147,15 @@ def _refuse_non_numeric(model: Any, kinds: Sequence[str]) -> None:
                               type(model).__name__)
 
 
-def from_catboost(model: Any, output: Optional[int]) -> TreeEnsemble:
-    """The ensemble of a CatBoost object, checked against CatBoost's RawFormulaVal."""
+def from_catboost(model: Any) -> ModelOutputs:
+    """The outputs of a CatBoost object, each checked against CatBoost's RawFormulaVal."""
     # CatBoost writes models with text or embedding features only as .cbm: say why they are
     # refused before its JSON export fails with a message about formats. Categorical features
     # are refused by the parser, which can say whether their splits are one-hot or CTRs.
     _refuse_non_numeric(_fitted(model), ("text", "embedding"))
     raw = _export_json(model)
-    ens = catboost_ensemble(raw, output, f"catboost.{type(model).__name__}")
-    _check_against_catboost(ens, model)
-    return ens
+    return catboost_outputs(raw, f"catboost.{type(model).__name__}",
+                            lambda ens: _check_against_catboost(ens, model))
 
 
 # CatBoost's own reader crashes the process on some corrupted .cbm files, so it runs in a child
@@ -204,9 +211,9 @@ def cbm_to_json(path: str) -> bytes:
             return fh.read()
 
 
-def from_cbm_file(path: str, output: Optional[int]) -> TreeEnsemble:
+def from_cbm_file(path: str) -> ModelOutputs:
     """A binary ``.cbm`` model, exported to JSON by CatBoost itself."""
-    return catboost_ensemble(cbm_to_json(path), output, f"CatBoost file {os.path.basename(path)}")
+    return catboost_outputs(cbm_to_json(path), f"CatBoost file {os.path.basename(path)}")
 
 
 def catboost_model_file(path: str) -> Any:

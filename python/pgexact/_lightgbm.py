@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
 from . import _kernels
 from ._target import Target, n_threads, select_output
-from ._validation import as_output
+from ._outputs import ModelOutputs
 from .ensemble import TreeEnsemble
 
 _AUTO_NAME = re.compile(r"Column_(\d+)\Z")
@@ -62,16 +62,24 @@ def _refuse_pandas_categorical(meta: Dict[str, Any]) -> None:
         )
 
 
-def lightgbm_ensemble(text: Any, output: Optional[int], n_iterations: int, source: str) -> TreeEnsemble:
-    """TreeEnsemble of one output of a LightGBM text model (str or bytes)."""
+def lightgbm_outputs(text: Any, n_iterations: int, source: str,
+                     check: Optional[Callable[[TreeEnsemble], None]] = None) -> ModelOutputs:
+    """Parse a LightGBM text model (str or bytes) once; each output is selected from that parse."""
     full, meta = _kernels.parse_lightgbm_text(text, n_iterations)
     _refuse_pandas_categorical(meta)
     objective = (meta.get("objective") or "").split(" ")[0]
     what = f"LightGBM model (objective {objective!r})" if objective else "LightGBM model"
-    k = as_output(output, full.n_outputs, what)
-    arena = full.select_output(k) if full.n_outputs > 1 else full
-    return TreeEnsemble(arena, feature_names=_feature_names(meta), output=k, n_outputs=full.n_outputs,
-                        source=source, meta=meta)
+    names = _feature_names(meta)
+
+    def select(k: int) -> TreeEnsemble:
+        arena = full.select_output(k) if full.n_outputs > 1 else full
+        ens = TreeEnsemble(arena, feature_names=names, output=k, n_outputs=full.n_outputs,
+                           source=source, meta=meta)
+        if check is not None:
+            check(ens)
+        return ens
+
+    return ModelOutputs(int(full.n_outputs), what, None, select)
 
 
 def _booster_of(model: Any) -> Any:
@@ -105,16 +113,15 @@ def _check_against_lightgbm(ens: TreeEnsemble, booster: Any, n_iterations: int) 
         )
 
 
-def from_lightgbm(model: Any, output: Optional[int]) -> TreeEnsemble:
+def from_lightgbm(model: Any) -> ModelOutputs:
     booster = _booster_of(model)
     # LightGBM's predict (Booster and the scikit-learn wrappers alike) uses the best iteration
     # when early stopping recorded one, and every iteration otherwise.
     best = int(getattr(booster, "best_iteration", -1) or -1)
     n_iterations = best if best > 0 else -1
     text = booster.model_to_string(num_iteration=n_iterations)
-    ens = lightgbm_ensemble(text, output, -1, f"lightgbm.{type(model).__name__}")
-    _check_against_lightgbm(ens, booster, n_iterations)
-    return ens
+    return lightgbm_outputs(text, -1, f"lightgbm.{type(model).__name__}",
+                            lambda ens: _check_against_lightgbm(ens, booster, n_iterations))
 
 
 def looks_like_lightgbm_text(raw: bytes) -> bool:

@@ -6,8 +6,9 @@ from typing import Optional, cast
 
 import numpy as np
 
-from ._prepare import prepare_call
-from ._typing import ArrayLike, FloatArray, ModelLike, NoiseLike, SigmaLike
+from ._outputs import stack_outputs
+from ._prepare import prepare_call, prepare_calls
+from ._typing import ArrayLike, FloatArray, ModelLike, NoiseLike, OutputLike, SigmaLike
 from ._validation import as_attributions
 
 __all__ = ["expected", "infidelity"]
@@ -15,7 +16,7 @@ __all__ = ["expected", "infidelity"]
 
 def expected(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike = 0.3,
              noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
-             output: Optional[int] = None, progress: Optional[bool] = None) -> FloatArray:
+             output: OutputLike = None, progress: Optional[bool] = None) -> FloatArray:
     """Exact ``E[f(x')]``: the expected raw output when ``features`` are perturbed.
 
     Parameters
@@ -23,22 +24,22 @@ def expected(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: Sigm
     model, X, features
         As in :func:`pgexact.pg2`.
     sigma, noise, n_jobs, output, progress
-        As in :func:`pgexact.pg2`.
+        As in :func:`pgexact.pg2` (``output="all"``: every output).
 
     Returns
     -------
-    numpy.ndarray of shape (n,), float64
+    numpy.ndarray of shape (n,), float64 (``(n, K)`` for ``output="all"``)
         The expected prediction per row.
     """
-    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
-                        progress=progress, desc="expected")
-    with call.progress:
-        return call.expected(call.feature_mask(features))
+    calls = prepare_calls(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                          progress=progress, desc="expected")
+    with calls[0].progress:
+        return stack_outputs(output, [call.expected(call.feature_mask(features)) for call in calls])
 
 
 def infidelity(model: ModelLike, X: ArrayLike, attributions: ArrayLike, *,
                sigma: SigmaLike = 0.3, noise: NoiseLike = "normal",
-               n_jobs: Optional[int] = None, output: Optional[int] = None,
+               n_jobs: Optional[int] = None, output: OutputLike = None,
                progress: Optional[bool] = None) -> FloatArray:
     """Exact infidelity (Yeh et al. 2019) of attributions ``a`` per row.
 
@@ -55,7 +56,7 @@ def infidelity(model: ModelLike, X: ArrayLike, attributions: ArrayLike, *,
     attributions : array_like of shape (n, d) or (d,)
         The attributions ``a`` of each row.
     sigma, noise, n_jobs, output, progress
-        As in :func:`pgexact.pg2`.
+        As in :func:`pgexact.pg2`; one output at a time (``output="all"`` is refused).
 
     Returns
     -------

@@ -7,21 +7,22 @@ and the C++ core receives exactly the arrays it expects.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, List, Optional
 
-from ._adapters import load
+from ._adapters import load_outputs
 from ._kernels import PreparedCall
+from ._outputs import refuse_all
 from ._pipeline import unwrap
 from ._progress import Progress
 from ._validation import as_matrix_ordered, as_n_jobs, as_noise, warn_large_sigma
 
-__all__ = ["prepare_call"]
+__all__ = ["prepare_call", "prepare_calls"]
 
 
-def prepare_call(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
-                 n_jobs: Optional[int] = None, output: Optional[int] = None,
-                 progress: Optional[bool] = False, desc: str = "pgexact",
-                 stages: int = 1) -> PreparedCall:
+def prepare_calls(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
+                  n_jobs: Optional[int] = None, output: Any = None,
+                  progress: Optional[bool] = False, desc: str = "pgexact",
+                  stages: int = 1) -> List[PreparedCall]:
     """Load ``model`` and validate ``X``, ``sigma``, ``noise`` and ``n_jobs`` against it.
 
     Parameters
@@ -39,25 +40,51 @@ def prepare_call(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
         :mod:`pgexact.noise`.
     n_jobs : int, optional
         OpenMP threads; None or -1 for all cores.
-    output : int, optional
-        The model's output column (see :func:`pgexact.load`).
+    output : int, class label, ClassLabel, ClassPosition or "all", optional
+        The model's output column (see :func:`pgexact.load`); ``"all"``: every output.
     progress : bool or None, default False
         The user's ``progress`` (:mod:`pgexact._progress`); the caller closes the bar with
-        ``with call.progress:``.
+        ``with calls[0].progress:`` (the calls share it).
     desc : str
         The bar's label and the warning's subject: the public function's name.
     stages : int, default 1
-        Kernel runs the call makes one after the other.
+        Kernel runs the call makes one after the other, per output.
+
+    Returns
+    -------
+    list of PreparedCall
+        One validated call per selected output (one unless ``output="all"``), ready for the
+        kernels. The model is parsed once and the rows validated once; each output's call is
+        the one ``output=k`` alone would make, so its results are bit for bit the same.
+    """
+    model, X = unwrap(model, X)  # a Pipeline: its final model on the transformed rows
+    ensembles = load_outputs(model, output)
+    Xa, order = as_matrix_ordered(X, ensembles[0])
+    # the perturbation of each output as a call for that output alone resolves it (a default
+    # that depends on the model's splits is that output's own)
+    noises = [as_noise(noise, sigma, ens, order) for ens in ensembles]
+    warn_large_sigma(Xa, noises[0], order)
+    bar = Progress(progress, Xa.shape[0], desc, stages * len(ensembles))
+    threads = as_n_jobs(n_jobs)
+    return [PreparedCall(ens, Xa, kn, threads, order, bar) for ens, kn in zip(ensembles, noises)]
+
+
+def prepare_call(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
+                 n_jobs: Optional[int] = None, output: Any = None,
+                 progress: Optional[bool] = False, desc: str = "pgexact",
+                 stages: int = 1) -> PreparedCall:
+    """:func:`prepare_calls` for one output: ``output="all"`` is refused, naming ``desc``.
+
+    Parameters
+    ----------
+    model, X, sigma, noise, n_jobs, output, progress, desc, stages
+        As in :func:`prepare_calls`.
 
     Returns
     -------
     PreparedCall
         The validated call, ready for the kernels.
     """
-    model, X = unwrap(model, X)  # a Pipeline: its final model on the transformed rows
-    ens = load(model, output=output)
-    Xa, order = as_matrix_ordered(X, ens)
-    kernel_noise = as_noise(noise, sigma, ens, order)
-    warn_large_sigma(Xa, kernel_noise, order)
-    bar = Progress(progress, Xa.shape[0], desc, stages)
-    return PreparedCall(ens, Xa, kernel_noise, as_n_jobs(n_jobs), order, bar)
+    refuse_all(output, desc)
+    return prepare_calls(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
+                         progress=progress, desc=desc, stages=stages)[0]

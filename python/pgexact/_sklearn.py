@@ -27,6 +27,7 @@ import numpy as np
 
 from . import _kernels
 from ._target import Target, n_threads, select_output
+from ._outputs import ModelOutputs
 from ._validation import as_output
 from .ensemble import TreeEnsemble
 
@@ -57,13 +58,9 @@ def _sklearn_version() -> Tuple[int, int]:
     return int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0)
 
 
-def _classifier_output(output: Optional[int], n_classes: int, what: str) -> int:
+def _classifier_default(n_classes: int) -> Optional[int]:
     """Forest-style classifiers: binary defaults to the probability of class 1."""
-    if output is None and n_classes == 2:
-        return 1
-    if output is None and n_classes == 1:
-        return 0
-    return as_output(output, n_classes, what)
+    return 1 if n_classes == 2 else (0 if n_classes == 1 else None)
 
 
 # --------------------------------------------------------------------------- trees and forests
@@ -100,8 +97,7 @@ def _leaf_values(est: Any, k: int, classifier: bool) -> np.ndarray:
     return proba[:, k]
 
 
-def _trees_ensemble(model: Any, estimators: List[Any], output: Optional[int], source: str,
-                    forest: bool) -> TreeEnsemble:
+def _trees_outputs(model: Any, estimators: List[Any], source: str, forest: bool) -> ModelOutputs:
     from sklearn.base import is_classifier
 
     classifier = is_classifier(model)
@@ -111,22 +107,28 @@ def _trees_ensemble(model: Any, estimators: List[Any], output: Optional[int], so
             raise ValueError(f"model: multi-output classifiers ({type(model).__name__} with "
                              f"{n_outputs_y} targets) are not supported")
         n_classes = int(np.atleast_1d(model.n_classes_)[0])
-        k = _classifier_output(output, n_classes, f"{type(model).__name__} (output k = probability of class k)")
+        default = _classifier_default(n_classes)
+        what = f"{type(model).__name__} (output k = probability of class k)"
         n_outputs = n_classes
     else:
-        k = as_output(output, n_outputs_y, f"multi-output {type(model).__name__}")
+        default, what = None, f"multi-output {type(model).__name__}"
         n_outputs = n_outputs_y
     if not estimators:
         raise ValueError(f"model: this {type(model).__name__} has no trees")
     # Forests average their trees: predict = (sum of tree predictions) / T.
     weight = 1.0 / len(estimators) if forest else 1.0
-    trees = [_tree_dict(e.tree_, _leaf_values(e, k, classifier), weight) for e in estimators]
-    arena = _kernels.build_arena_from_arrays(trees, np.zeros(1), int(model.n_features_in_), "<=", True, "none")
     meta = {"library": "sklearn", "classifier": classifier, "n_estimators": len(estimators)}
     if classifier:
         meta["classes"] = list(np.asarray(model.classes_).tolist())
-    return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=n_outputs,
-                        source=source, meta=meta)
+
+    def select(k: int) -> TreeEnsemble:
+        trees = [_tree_dict(e.tree_, _leaf_values(e, k, classifier), weight) for e in estimators]
+        arena = _kernels.build_arena_from_arrays(trees, np.zeros(1), int(model.n_features_in_), "<=",
+                                                 True, "none")
+        return TreeEnsemble(arena, feature_names=_feature_names(model), output=k,
+                            n_outputs=n_outputs, source=source, meta=meta)
+
+    return ModelOutputs(n_outputs, what, default, select)
 
 
 # --------------------------------------------------------------------------- gradient boosting
@@ -145,26 +147,31 @@ def _gb_base(model: Any, K: int) -> np.ndarray:
     return cast(np.ndarray, raw[0].copy())
 
 
-def _gb_ensemble(model: Any, output: Optional[int], source: str) -> TreeEnsemble:
+def _gb_outputs(model: Any, source: str) -> ModelOutputs:
     from sklearn.base import is_classifier
 
     estimators = np.asarray(model.estimators_, dtype=object)
     n_stages, K = estimators.shape
     what = f"{type(model).__name__} (output k = raw prediction of class k)"
-    k = as_output(output, K, what)
     base = _gb_base(model, K)
     lr = float(model.learning_rate)
-    # predict_stages adds learning_rate * value; it compares float32 X with `<=` and has no NaN
-    # branch, so a NaN (which scikit-learn refuses at predict) would go right.
-    trees = []
-    for i in range(n_stages):
-        tree = estimators[i, k].tree_
-        trees.append(_tree_dict(tree, np.asarray(tree.value)[: tree.node_count, 0, 0], lr, missing=False))
-    arena = _kernels.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_), "<=", True, "none")
     meta = {"library": "sklearn", "classifier": is_classifier(model), "n_stages": n_stages,
             "learning_rate": lr, "init": "zero" if isinstance(model.init_, str) else type(model.init_).__name__}
-    return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=K,
-                        source=source, meta=meta)
+
+    def select(k: int) -> TreeEnsemble:
+        # predict_stages adds learning_rate * value; it compares float32 X with `<=` and has no
+        # NaN branch, so a NaN (which scikit-learn refuses at predict) would go right.
+        trees = []
+        for i in range(n_stages):
+            tree = estimators[i, k].tree_
+            trees.append(_tree_dict(tree, np.asarray(tree.value)[: tree.node_count, 0, 0], lr,
+                                    missing=False))
+        arena = _kernels.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_),
+                                                 "<=", True, "none")
+        return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=K,
+                            source=source, meta=meta)
+
+    return ModelOutputs(int(K), what, None, select)
 
 
 # --------------------------------------------------------------------------- histogram GB
@@ -262,29 +269,32 @@ def _hist_tree(predictor: Any, cats: _HistCategories) -> Dict[str, Any]:
     return out
 
 
-def _hist_ensemble(model: Any, output: Optional[int], source: str) -> TreeEnsemble:
+def _hist_outputs(model: Any, source: str) -> ModelOutputs:
     from sklearn.base import is_classifier
 
     K = int(model.n_trees_per_iteration_)
     what = f"{type(model).__name__} (output k = raw prediction of class k)"
-    k = as_output(output, K, what)
     cats = _HistCategories(model)
-    trees = [_hist_tree(it[k], cats) for it in model._predictors]
     base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
     if base.size != K:
         raise ValueError(f"model: unexpected baseline prediction shape {np.shape(model._baseline_prediction)}")
-    arena = _kernels.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_), "<=", False,
-                                             "sklearn_hist")
     meta = {"library": "sklearn", "classifier": is_classifier(model), "n_iter": len(model._predictors),
             "loss": str(getattr(model, "loss", "")),
             # the encoder's categories per input column: the default of noise.categorical()
             "categories": {int(cats.original[i]): raw.tolist() for i, raw in cats.categories.items()}}
-    return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=K,
-                        source=source, meta=meta)
+
+    def select(k: int) -> TreeEnsemble:
+        trees = [_hist_tree(it[k], cats) for it in model._predictors]
+        arena = _kernels.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_),
+                                                 "<=", False, "sklearn_hist")
+        return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=K,
+                            source=source, meta=meta)
+
+    return ModelOutputs(K, what, None, select)
 
 
 # --------------------------------------------------------------------------- dispatch
-def from_sklearn(model: Any, output: Optional[int]) -> TreeEnsemble:
+def from_sklearn(model: Any) -> ModelOutputs:
     from sklearn.ensemble import (
         ExtraTreesClassifier,
         ExtraTreesRegressor,
@@ -300,16 +310,16 @@ def from_sklearn(model: Any, output: Optional[int]) -> TreeEnsemble:
     source = f"sklearn.{type(model).__name__}"
     if isinstance(model, (DecisionTreeRegressor, DecisionTreeClassifier)):
         _fitted(model)
-        return _trees_ensemble(model, [model], output, source, forest=False)
+        return _trees_outputs(model, [model], source, forest=False)
     if isinstance(model, (RandomForestRegressor, RandomForestClassifier, ExtraTreesRegressor, ExtraTreesClassifier)):
         _fitted(model)
-        return _trees_ensemble(model, list(model.estimators_), output, source, forest=True)
+        return _trees_outputs(model, list(model.estimators_), source, forest=True)
     if isinstance(model, (GradientBoostingRegressor, GradientBoostingClassifier)):
         _fitted(model)
-        return _gb_ensemble(model, output, source)
+        return _gb_outputs(model, source)
     if isinstance(model, (HistGradientBoostingRegressor, HistGradientBoostingClassifier)):
         _fitted(model)
-        return _hist_ensemble(model, output, source)
+        return _hist_outputs(model, source)
     raise TypeError(f"model: unsupported scikit-learn model {type(model).__name__}")
 
 

@@ -11,7 +11,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .noise import Categorical, NoiseFamily
 
 __all__ = ["ArrayLike", "FloatArray", "IntArray", "ModelLike", "NoiseLike", "NoiseName",
-           "SigmaLike"]
+           "OutputLike", "SigmaLike"]
 
 #: an XGBoost / LightGBM / scikit-learn model object, a path to a model file, or a
 #: :class:`pgexact.TreeEnsemble` (the libraries are optional, so this cannot be narrower)
@@ -22,6 +22,9 @@ NoiseName = Literal["normal", "uniform", "laplace", "categorical"]
 #: feature is not perturbed)
 NoiseLike = Union[NoiseName, str, "NoiseFamily", Type["NoiseFamily"], "Categorical",
                   Sequence[Union[NoiseName, str, "NoiseFamily", "Categorical", None]]]
+#: which output: None (the default), a position, a class label, ``pgexact.ClassLabel`` /
+#: ``pgexact.ClassPosition``, or ``"all"`` (:mod:`pgexact._outputs`)
+OutputLike = Any
 #: a positive standard deviation, or one per feature
 SigmaLike = Union[float, ArrayLike, None]
 #: float64 results

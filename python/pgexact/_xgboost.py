@@ -7,16 +7,16 @@ which iterations the library itself predicts with.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
 from . import _kernels
 from ._target import Target, n_threads, select_output
-from ._validation import as_output
+from ._outputs import ModelOutputs
 from .ensemble import TreeEnsemble
 
-__all__ = ["booster_and_iterations", "from_xgboost", "is_xgboost", "xgboost_ensemble",
+__all__ = ["booster_and_iterations", "from_xgboost", "is_xgboost", "xgboost_outputs",
            "xgboost_target"]
 
 
@@ -77,16 +77,24 @@ def check_written_fields(raw: bytes) -> None:
                                       "(re-save the model with XGBoost)")
 
 
-def xgboost_ensemble(raw: bytes, output: Optional[int], n_iterations: int, source: str,
-                     names: Optional[List[str]] = None) -> Tuple[TreeEnsemble, Any, Dict[str, Any]]:
-    """Parse XGBoost JSON / UBJSON bytes into the ensemble of one output column."""
+def xgboost_outputs(raw: bytes, n_iterations: int, source: str,
+                    names: Optional[List[str]] = None,
+                    check: Optional[Callable[[TreeEnsemble], None]] = None) -> ModelOutputs:
+    """Parse XGBoost JSON / UBJSON bytes once; each output column is selected from that parse.
+
+    ``check(ensemble)`` runs on every selected output (the comparison with XGBoost's margin).
+    """
     full, meta = _kernels.parse_xgboost_json(raw, n_iterations)
-    k = as_output(output, full.n_outputs, "XGBoost model")
-    arena = full.select_output(k)
     feature_names = names if names is not None else (meta["feature_names"] or None)
-    ens = TreeEnsemble(arena, feature_names=feature_names, output=k, n_outputs=full.n_outputs,
-                       source=source, meta=meta)
-    return ens, full, meta
+
+    def select(k: int) -> TreeEnsemble:
+        ens = TreeEnsemble(full.select_output(k), feature_names=feature_names, output=k,
+                           n_outputs=full.n_outputs, source=source, meta=meta)
+        if check is not None:
+            check(ens)
+        return ens
+
+    return ModelOutputs(int(full.n_outputs), "XGBoost model", None, select)
 
 
 def _check_against_xgboost(ens: TreeEnsemble, booster: Any, n_iterations: int) -> None:
@@ -117,15 +125,13 @@ def _check_against_xgboost(ens: TreeEnsemble, booster: Any, n_iterations: int) -
         )
 
 
-def from_xgboost(model: Any, output: Optional[int]) -> TreeEnsemble:
-    """The ensemble of a Booster or scikit-learn wrapper, checked against XGBoost's margin."""
+def from_xgboost(model: Any) -> ModelOutputs:
+    """The outputs of a Booster or scikit-learn wrapper, each checked against XGBoost's margin."""
     booster, n_iterations = booster_and_iterations(model)
     raw = bytes(booster.save_raw(raw_format="json"))
     names = list(booster.feature_names) if booster.feature_names else None
-    ens, _, _ = xgboost_ensemble(raw, output, n_iterations, f"xgboost.{type(model).__name__}",
-                                 names)
-    _check_against_xgboost(ens, booster, n_iterations)
-    return ens
+    return xgboost_outputs(raw, n_iterations, f"xgboost.{type(model).__name__}", names,
+                           lambda ens: _check_against_xgboost(ens, booster, n_iterations))
 
 
 def xgboost_target(model: Any, output: Optional[int], n_jobs: Optional[int]) -> Target:
