@@ -26,7 +26,7 @@ import numpy as np
 from . import _catboost, _kernels, _lightgbm, _sklearn, _xgboost
 from ._pipeline import is_pipeline
 from ._target import Target
-from ._outputs import ModelOutputs, class_labels, is_all, positions, refuse_all, single_position
+from ._outputs import ALL, ModelOutputs, class_labels, is_all, positions, refuse_all, single_position
 from .ensemble import TreeEnsemble
 
 __all__ = ["FAMILIES", "SUPPORTED", "ModelFamily", "load", "load_outputs", "predictor"]
@@ -157,7 +157,7 @@ def _select(model: Any, outputs: ModelOutputs, k: int) -> TreeEnsemble:
         raise _named_model_error(exc, where) from None
 
 
-def load_outputs(model: Any, output: Any = None) -> List[TreeEnsemble]:
+def load_outputs(model: Any, output: Any = None, all_by_default: bool = False) -> List[TreeEnsemble]:
     """The ensembles of the outputs ``output`` selects, the model parsed once.
 
     Parameters
@@ -166,6 +166,9 @@ def load_outputs(model: Any, output: Any = None) -> List[TreeEnsemble]:
         As in :func:`load`.
     output : None, int, class label, ClassLabel, ClassPosition or "all"
         As in :func:`load`; ``"all"`` selects every output, in order.
+    all_by_default : bool, default False
+        ``output=None`` on a model with several outputs and no default output selects them
+        all (the Explainer's default, as ``shap.TreeExplainer``'s) instead of being refused.
 
     Returns
     -------
@@ -178,6 +181,8 @@ def load_outputs(model: Any, output: Any = None) -> List[TreeEnsemble]:
         raise ValueError(f"output: this TreeEnsemble holds output {model.output} of its model only; "
                          "pass the original model (object or file) for output='all'")
     labels = None if isinstance(model, (TreeEnsemble, str, os.PathLike)) else class_labels(model)
+    if output is None and all_by_default and outputs.default is None and outputs.n_outputs > 1:
+        output = ALL
     return [_select(model, outputs, k) for k in positions(output, outputs, labels)]
 
 

@@ -201,13 +201,19 @@ def rank_with_curve(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3,
     """
     calls = prepare_calls(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
                           progress=progress, desc="rank")
+    rankings, curves = greedy_rankings(calls)
+    return stack_outputs(output, rankings), stack_outputs(output, curves)
+
+
+def greedy_rankings(calls: List[PreparedCall]) -> Tuple[List[IntArray], List[FloatArray]]:
+    """The greedy ranking (positions of X's columns) and its curve of each call, in order."""
     rankings, curves = [], []
     with calls[0].progress:
         for call in calls:
             ranking, curve = call.greedy_rank()
             rankings.append(call.order.ranking_out(ranking))
             curves.append(curve)
-    return stack_outputs(output, rankings), stack_outputs(output, curves)
+    return rankings, curves
 
 
 def rank(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3, noise: NoiseLike = "normal",

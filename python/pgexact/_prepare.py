@@ -7,7 +7,7 @@ and the C++ core receives exactly the arrays it expects.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Sequence
 
 from ._adapters import load_outputs
 from ._kernels import PreparedCall
@@ -15,8 +15,9 @@ from ._outputs import refuse_all
 from ._pipeline import unwrap
 from ._progress import Progress
 from ._validation import as_matrix_ordered, as_n_jobs, as_noise, warn_large_sigma
+from .ensemble import TreeEnsemble
 
-__all__ = ["prepare_call", "prepare_calls"]
+__all__ = ["calls_for", "prepare_call", "prepare_calls"]
 
 
 def prepare_calls(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
@@ -58,7 +59,27 @@ def prepare_calls(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal"
         the one ``output=k`` alone would make, so its results are bit for bit the same.
     """
     model, X = unwrap(model, X)  # a Pipeline: its final model on the transformed rows
-    ensembles = load_outputs(model, output)
+    return calls_for(load_outputs(model, output), X, sigma=sigma, noise=noise, n_jobs=n_jobs,
+                     progress=progress, desc=desc, stages=stages)
+
+
+def calls_for(ensembles: Sequence[TreeEnsemble], X: Any, *, sigma: Any, noise: Any,
+              n_jobs: Optional[int], progress: Optional[bool], desc: str,
+              stages: int = 1) -> List[PreparedCall]:
+    """:func:`prepare_calls` for outputs already loaded (the Explainer parses its model once).
+
+    Parameters
+    ----------
+    ensembles : sequence of TreeEnsemble
+        Outputs of one model (the same features).
+    X, sigma, noise, n_jobs, progress, desc, stages
+        As in :func:`prepare_calls`.
+
+    Returns
+    -------
+    list of PreparedCall
+        One per ensemble, sharing the validated rows and the progress bar.
+    """
     Xa, order = as_matrix_ordered(X, ensembles[0])
     # the perturbation of each output as a call for that output alone resolves it (a default
     # that depends on the model's splits is that output's own)

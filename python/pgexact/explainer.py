@@ -4,6 +4,9 @@
 >>> ex.values                       # (n, d) greedy PG² gains; each row sums to PG²(x, all features)
 >>> ex.global_importance("geom")    # pandas Series, most important first
 >>> shap.plots.beeswarm(ex.to_shap())
+>>> ex = pgexact.Explainer(multiclass_model)(X_test)   # every class, as shap.TreeExplainer
+>>> ex.values.shape                 # (n, d, K)
+>>> shap.plots.beeswarm(ex.to_shap()[:, :, k])           # class k
 
 Only numpy is needed to compute an explanation; pandas, matplotlib and shap are imported when
 ``global_importance``, ``plot`` and ``to_shap`` are called.
@@ -11,20 +14,21 @@ Only numpy is needed to compute an explanation; pandas, matplotlib and shap are 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple, cast
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple, Union, cast
 
 import numpy as np
 
 from . import metrics as _metrics
-from ._adapters import load
+from ._adapters import load_outputs
+from ._api import greedy_rankings
 from ._columns import ColumnOrder
-from ._pipeline import is_pipeline, split_pipeline, transform
-from ._api import rank_with_curve
 from ._optional import require
+from ._outputs import class_labels, is_all, single_position
+from ._pipeline import is_pipeline, split_pipeline, transform
 from ._plotting import plot_explanation
+from ._prepare import calls_for
 from ._validation import (
     as_importance_scheme,
-    as_matrix_ordered,
     as_n_jobs,
     as_noise,
     as_row_index,
@@ -42,12 +46,8 @@ __all__ = ["Explainer", "Explanation"]
 def _output_name(estimator: Any, ens: TreeEnsemble) -> str:
     """A short label for the explained output column (also shap's ``output_names``)."""
     k = ens.output
-    classes = getattr(estimator, "classes_", None)
-    if classes is not None:
-        try:
-            labels = list(np.asarray(classes).tolist())
-        except Exception:  # pragma: no cover - exotic class labels
-            labels = []
+    labels = class_labels(estimator)
+    if labels is not None:
         if len(labels) == ens.n_outputs and ens.n_outputs > 1:
             return f"class {labels[k]}"
         if ens.n_outputs == 1 and len(labels) == 2:
@@ -87,21 +87,37 @@ class Explainer:
     n_jobs
         Threads over rows (None = all cores); results do not depend on it.
     output
-        Which output column (required for multi-class models), as in :func:`pgexact.load`.
+        Which output column, as in :func:`pgexact.load`: a position, a class label, or
+        ``"all"``. By default a model with several outputs and no default one (a multi-class
+        model) is explained for every output, as ``shap.TreeExplainer`` does: the
+        :class:`Explanation` then has ``values`` of shape ``(n, d, K)`` (``docs/multiclass.md``).
+        A single-output model (and a binary classifier) gives ``(n, d)``.
     """
 
     def __init__(self, model: Any, *, sigma: Any = 0.3, noise: Any = "normal",
-                 n_jobs: Optional[int] = None, output: Optional[int] = None) -> None:
+                 n_jobs: Optional[int] = None, output: Any = None) -> None:
         self._preprocess, estimator = split_pipeline(model)
         self._is_pipeline = is_pipeline(model)
         self.model = model
-        self.ensemble: TreeEnsemble = load(estimator, output=output)
-        as_noise(noise, sigma, self.ensemble)  # fail here, not at the first call
+        #: one TreeEnsemble per explained output (the model parsed once)
+        self.ensembles: List[TreeEnsemble] = load_outputs(estimator, output, all_by_default=True)
+        #: the explanations carry an outputs axis (``output="all"`` or a multi-class default)
+        self.multi_output = is_all(output) or len(self.ensembles) > 1
+        #: the (first) explained output's ensemble
+        self.ensemble: TreeEnsemble = self.ensembles[0]
+        for ens in self.ensembles:
+            as_noise(noise, sigma, ens)  # fail here, not at the first call
         as_n_jobs(n_jobs)
         self.sigma = sigma
         self.noise = noise
         self.n_jobs = n_jobs
-        self.output_names = _output_name(estimator, self.ensemble)
+        names = [_output_name(estimator, ens) for ens in self.ensembles]
+        self.output_names: Union[str, List[str]] = names if self.multi_output else names[0]
+        labels = class_labels(estimator)
+        n_outputs = self.ensemble.n_outputs
+        #: the class label of each explained output, when the model has one output per class
+        self.output_labels = [labels[e.output] for e in self.ensembles] \
+            if self.multi_output and labels is not None and len(labels) == n_outputs else None
 
     @property
     def n_features(self) -> int:
@@ -144,28 +160,38 @@ class Explainer:
         Returns
         -------
         Explanation
-            The greedy gains, ranking and curve of every row.
+            The greedy gains, ranking and curve of every row; with several outputs each of
+            them has a last axis of length K (``values[:, :, k]`` is bit for bit what
+            ``Explainer(model, output=k)`` gives).
         """
-        ens = self.ensemble
         if self._preprocess is not None:
             X = transform(self._preprocess, X)
-        Xa, order = as_matrix_ordered(X, ens)
-        ranking, curve = rank_with_curve(ens, X, sigma=self.sigma, noise=self.noise, n_jobs=self.n_jobs,
-                                         progress=progress)
-        gains = np.diff(curve, axis=1, prepend=0.0)
-        values = np.empty_like(curve)
-        np.put_along_axis(values, ranking, gains, axis=1)
-        values += 0.0  # no -0.0 in outputs
+        calls = calls_for(self.ensembles, X, sigma=self.sigma, noise=self.noise, n_jobs=self.n_jobs,
+                          progress=progress, desc="rank")
+        Xa, order = calls[0].X, calls[0].order
+        rankings, curves = greedy_rankings(calls)
+        parts = []
+        for ens, ranking, curve in zip(self.ensembles, rankings, curves):
+            gains = np.diff(curve, axis=1, prepend=0.0)
+            values = np.empty_like(curve)
+            np.put_along_axis(values, ranking, gains, axis=1)
+            values += 0.0  # no -0.0 in outputs
+            parts.append((values, ranking, curve + 0.0, ens.predict(Xa)))
+
+        def stacked(i: int) -> np.ndarray:  # outputs on the last axis, as shap's multi-output
+            return np.stack([p[i] for p in parts], axis=-1) if self.multi_output else parts[0][i]
+
         return Explanation(
-            values=values,
-            ranking=ranking,
-            curve=curve + 0.0,
-            base_values=ens.predict(Xa),
+            values=stacked(0),
+            ranking=stacked(1),
+            curve=stacked(2),
+            base_values=stacked(3),
             data=order.columns_out(Xa),
             feature_names=self._names_for(order),
             output_names=self.output_names,
             sigma=self.sigma,
             noise=self.noise,
+            output_labels=self.output_labels,
         )
 
     def __repr__(self) -> str:
@@ -177,74 +203,102 @@ class Explainer:
 
 # ----------------------------------------------------------------------------------- Explanation
 class Explanation:
-    """PG² explanations of n rows (or of one row, after ``ex[i]``).
+    """PG² explanations of n rows (or of one row, after ``ex[i]``), of one output or of K.
 
-    Attributes (shapes for n rows and d features; one row drops the leading axis)
-    ----------------------------------------------------------------------------
-    values : (n, d) float64
+    Attributes (shapes for n rows and d features; one row drops the leading axis; an
+    explanation of K outputs adds a last axis of length K, as shap's multi-output Explanation)
+    --------------------------------------------------------------------------------------
+    values : (n, d) float64, or (n, d, K)
         Greedy PG² gains: ``values[r, ranking[r, k]] = curve[r, k] - curve[r, k-1]``; each row
         sums to ``PG²(x_r, all features)``. A gain can be negative: PG² is not monotone in S.
-    ranking : (n, d) int64
-        The greedy ranking, most important first (equal to :func:`pgexact.rank`).
-    curve : (n, d) float64
+    ranking : (n, d) int64, or (n, d, K)
+        The greedy ranking, most important first (equal to :func:`pgexact.rank`, whose
+        ``output="all"`` result is ``(n, K, d)``: ``ranking[:, :, k] == rank(...)[:, k]``).
+    curve : (n, d) float64, or (n, d, K)
         ``curve[r, k] = PG²(x_r, first k+1 features of the ranking)``.
-    pgi2 : (n,) float64
+    pgi2 : (n,) float64, or (n, K)
         ``PGI²`` of the ranking, the mean of ``curve`` over k (equal to :func:`pgexact.pgi2`).
-    pg2 : (n,) float64
+    pg2 : (n,) float64, or (n, K)
         ``PG²(x, all features)``, the last column of ``curve``.
-    base_values : (n,) float64
+    base_values : (n,) float64, or (n, K)
         ``f(x)``, the model's raw output (margin for boosted classifiers).
     data : (n, d) float64
-        The rows, in X's column order (transformed rows for a Pipeline).
+        The rows, in X's column order (transformed rows for a Pipeline); no outputs axis.
     feature_names : list of d str
         DataFrame column names when X was a DataFrame, else the model's names, else x0, x1, ...
-    output_names : str
-        Which output was explained (e.g. ``"output"``, ``"class 2"``).
+    output_names : str, or list of K str
+        Which output was explained (e.g. ``"output"``, ``"class 2"``), one name per output.
+    output_labels : list of K labels or None
+        The class label of each output (the estimator's ``classes_``), K outputs only.
+
+    ``ex[:, :, k]`` (or :meth:`for_output`) is the explanation of output k alone, by position
+    or class label; ``ex[i]``, ``ex[a:b]`` select rows and keep every output.
     """
 
     def __init__(self, *, values: Any, ranking: Any, curve: Any, base_values: Any, data: Any,
-                 feature_names: List[str], output_names: Optional[str] = None, sigma: Any = None,
-                 noise: Any = None, pgi2: Any = None) -> None:
+                 feature_names: List[str], output_names: Any = None, sigma: Any = None,
+                 noise: Any = None, pgi2: Any = None, output_labels: Optional[List[Any]] = None) -> None:
         self.values = np.asarray(values, dtype=np.float64)
         self.ranking = np.asarray(ranking, dtype=np.int64)
         self.curve = np.asarray(curve, dtype=np.float64)
         self.base_values = np.asarray(base_values, dtype=np.float64)
         self.data = np.asarray(data, dtype=np.float64)
-        self.pgi2 = (self.curve.mean(axis=-1) if pgi2 is None else np.asarray(pgi2, dtype=np.float64))
+        multi = self.values.ndim == self.data.ndim + 1
+        self.pgi2 = (self.curve.mean(axis=-2 if multi else -1) if pgi2 is None
+                     else np.asarray(pgi2, dtype=np.float64))
         self.feature_names = [str(n) for n in feature_names]
-        self.output_names = output_names
+        self.output_names = list(output_names) if multi and output_names is not None else output_names
         self.sigma = sigma
         self.noise = noise
         shape = self.values.shape
-        if self.values.ndim not in (1, 2):
-            raise ValueError(f"values: expected shape (n, d) or (d,), got {shape}")
-        for name in ("ranking", "curve", "data"):
+        if self.data.ndim not in (1, 2) or self.values.ndim not in (self.data.ndim, self.data.ndim + 1):
+            raise ValueError(f"values: expected shape (n, d), (d,), (n, d, K) or (d, K) with data "
+                             f"(n, d) or (d,), got {shape} and data {self.data.shape}")
+        per_row = shape[:-1] if not multi else shape[:-2] + shape[-1:]
+        for name in ("ranking", "curve"):
             if getattr(self, name).shape != shape:
                 raise ValueError(f"{name}: expected shape {shape}, got {getattr(self, name).shape}")
+        if self.data.shape != (shape[:-1] if multi else shape):
+            raise ValueError(f"data: expected shape {shape[:-1] if multi else shape}, got {self.data.shape}")
         for name in ("base_values", "pgi2"):
-            if getattr(self, name).shape != shape[:-1]:
-                raise ValueError(f"{name}: expected shape {shape[:-1]}, got {getattr(self, name).shape}")
-        if len(self.feature_names) != shape[-1]:
-            raise ValueError(f"feature_names: expected {shape[-1]} names, got {len(self.feature_names)}")
+            if getattr(self, name).shape != per_row:
+                raise ValueError(f"{name}: expected shape {per_row}, got {getattr(self, name).shape}")
+        if len(self.feature_names) != self.data.shape[-1]:
+            raise ValueError(f"feature_names: expected {self.data.shape[-1]} names, got {len(self.feature_names)}")
+        if multi and self.output_names is not None and len(self.output_names) != shape[-1]:
+            raise ValueError(f"output_names: expected {shape[-1]} names, got {len(self.output_names)}")
+        #: the class label of each output (``classes_``), when the model has one output per class
+        self.output_labels = list(output_labels) if multi and output_labels is not None \
+            and len(output_labels) == shape[-1] else None
 
     # -- shape and slicing -------------------------------------------------------------------
     @property
     def shape(self) -> Tuple[int, ...]:
-        """``(n, d)``, or ``(d,)`` for a single row."""
+        """``(n, d)``, or ``(d,)`` for a single row; ``(n, d, K)`` / ``(d, K)`` for K outputs."""
         return self.values.shape
 
     @property
     def n_features(self) -> int:
-        return int(self.values.shape[-1])
+        return int(self.data.shape[-1])
 
     @property
     def is_single_row(self) -> bool:
-        return self.values.ndim == 1
+        return self.data.ndim == 1
+
+    @property
+    def is_multi_output(self) -> bool:
+        """True when every per-row result has a last axis over the model's outputs."""
+        return self.values.ndim == self.data.ndim + 1
+
+    @property
+    def n_outputs(self) -> int:
+        """K, the number of outputs explained (1 for a single-output explanation)."""
+        return int(self.values.shape[-1]) if self.is_multi_output else 1
 
     @property
     def pg2(self) -> np.ndarray:
         """``PG²(x, all features)``: the last column of ``curve`` (= the row sums of ``values``)."""
-        return self.curve[..., -1]
+        return self.curve[..., -1, :] if self.is_multi_output else self.curve[..., -1]
 
     def __len__(self) -> int:
         if self.is_single_row:
@@ -256,7 +310,16 @@ class Explanation:
             yield self[i]
 
     def __getitem__(self, index: Any) -> "Explanation":
-        """Rows: ``ex[i]`` (one row, leading axis dropped), ``ex[a:b]``, ``ex[[i, j]]``, ``ex[mask]``."""
+        """Rows: ``ex[i]`` (one row, leading axis dropped), ``ex[a:b]``, ``ex[[i, j]]``, ``ex[mask]``;
+        with K outputs, ``ex[rows, :, k]`` selects output k too (a position or a class label)."""
+        if isinstance(index, tuple) and self.is_multi_output:
+            whole = slice(None)
+            if len(index) != 3 or not (isinstance(index[1], slice) and index[1] == whole):
+                raise TypeError("index: select rows and an output as ex[rows, :, k] (features stay "
+                                "whole: select them in the returned arrays)")
+            rows, _, k = index
+            one = self.for_output(k)
+            return one if isinstance(rows, slice) and rows == whole else one[rows]
         if self.is_single_row:
             raise TypeError("index: this Explanation holds a single row; it cannot be indexed further")
         rows = as_row_index(index, self.values.shape[0])
@@ -264,6 +327,42 @@ class Explanation:
             values=self.values[rows], ranking=self.ranking[rows], curve=self.curve[rows],
             base_values=self.base_values[rows], data=self.data[rows], pgi2=self.pgi2[rows],
             feature_names=self.feature_names, output_names=self.output_names,
+            sigma=self.sigma, noise=self.noise, output_labels=self.output_labels,
+        )
+
+    def _output_position(self, output: Any) -> int:
+        """An output of this explanation: a position in 0..K-1, a class label (of
+        :attr:`output_labels`) or one of :attr:`output_names` (``"class 2"``)."""
+        names = self._names()
+        if isinstance(output, str) and output in names and \
+                (self.output_labels is None or output not in self.output_labels):
+            return names.index(output)
+        k = single_position(output, self.n_outputs, self.output_labels, "Explanation")
+        assert k is not None
+        return k
+
+    def for_output(self, output: Any) -> "Explanation":
+        """The explanation of one output, as ``Explainer(model, output=k)`` gives it.
+
+        Parameters
+        ----------
+        output : int, class label, ClassLabel or ClassPosition
+            A position in 0..K-1, or a class label (as in :func:`pgexact.load`; an int that is
+            both, with different meanings, is refused).
+
+        Returns
+        -------
+        Explanation
+            Single-output: ``values`` of shape ``(n, d)``.
+        """
+        if not self.is_multi_output:
+            raise ValueError("output: this Explanation holds one output; it has nothing to select")
+        k = self._output_position(output)
+        return Explanation(
+            values=self.values[..., k], ranking=self.ranking[..., k], curve=self.curve[..., k],
+            base_values=self.base_values[..., k], data=self.data, pgi2=self.pgi2[..., k],
+            feature_names=self.feature_names,
+            output_names=None if self.output_names is None else self.output_names[k],
             sigma=self.sigma, noise=self.noise,
         )
 
@@ -272,11 +371,24 @@ class Explanation:
         arr = getattr(self, name)
         return cast(np.ndarray, arr[None, :] if arr.ndim == 1 else arr)
 
-    def rank_counts(self) -> np.ndarray:
-        """``(d, d)`` int64: ``counts[i, k]`` = number of rows in which feature i has rank k+1."""
-        return _metrics.rank_counts(self._2d("ranking"))
+    def _one_output(self, output: Any, what: str) -> "Explanation":
+        """This explanation, or the one of ``output`` when it holds several."""
+        if output is not None:
+            return self.for_output(output)
+        if self.is_multi_output:
+            raise ValueError(f"output: this Explanation holds {self.n_outputs} outputs "
+                             f"{self.output_names}; pass output=k (a position or a class label) "
+                             f"to {what}")
+        return self
 
-    def global_importance(self, scheme: str = "geom") -> "pandas.Series":
+    def rank_counts(self, output: Any = None) -> np.ndarray:
+        """``(d, d)`` int64: ``counts[i, k]`` = number of rows in which feature i has rank k+1.
+
+        ``output`` selects one output of a multi-output explanation (required there).
+        """
+        return _metrics.rank_counts(self._one_output(output, "rank_counts()")._2d("ranking"))
+
+    def global_importance(self, scheme: str = "geom", output: Any = None) -> Any:
         """Aggregate score ``R_i`` per feature, a pandas Series sorted descending.
 
         With n rows and ``k_r(i)`` the 1-based rank of feature i in the greedy ranking of row r:
@@ -289,23 +401,40 @@ class Explanation:
         - ``"gain"``: ``R_i = (1/n) sum_r values[r, i]``, the mean greedy PG² gain.
 
         Ties keep the features' column order. The index holds the feature names.
+
+        With K outputs: ``output=k`` (a position or a class label) gives that output's Series;
+        without it, a DataFrame with one column per output (named by :attr:`output_names`),
+        rows sorted by the sum over outputs, descending.
         """
         pd = require("pandas", "Explanation.global_importance()")
-        d = self.n_features
+        if self.is_multi_output and output is None:
+            columns = {str(name): self.for_output(k).global_importance(scheme)
+                       for k, name in enumerate(self._names())}
+            table = pd.DataFrame(columns).loc[self.feature_names]
+            table.columns.name = "output"
+            total = table.sum(axis=1).to_numpy()
+            return table.iloc[np.argsort(-total, kind="stable")]
+        one = self._one_output(output, "global_importance()")
+        d = one.n_features
         kind, _ = as_importance_scheme(scheme, d)
         if kind == "gain":
-            n = self._2d("values").shape[0]
-            score = self._2d("values").mean(axis=0) if n else np.full(d, np.nan)
+            n = one._2d("values").shape[0]
+            score = one._2d("values").mean(axis=0) if n else np.full(d, np.nan)
         else:  # one implementation, shared with pgexact.metrics.global_scores
-            score = _metrics.global_scores(self._2d("ranking"), scheme)
+            score = _metrics.global_scores(one._2d("ranking"), scheme)
         series = pd.Series(np.asarray(score, dtype=np.float64) + 0.0,  # no -0.0
-                           index=pd.Index(self.feature_names, name="feature"),
+                           index=pd.Index(one.feature_names, name="feature"),
                            name=f"pgexact importance ({scheme.lower()})")
         return series.sort_values(ascending=False, kind="stable")
 
+    def _names(self) -> List[str]:
+        names = self.output_names if isinstance(self.output_names, list) else None
+        return [str(n) for n in names] if names is not None else \
+            [f"output {k}" for k in range(self.n_outputs)]
+
     # -- plots -------------------------------------------------------------------------------
     def plot(self, kind: str = "bar", *, scheme: str = "geom", max_display: Optional[int] = 20,
-             ax: Optional["Axes"] = None) -> "Axes":
+             ax: Optional["Axes"] = None, output: Any = None) -> "Axes":
         """Plot with matplotlib and return the Axes; axes are labelled in PG² terms.
 
         - ``kind="bar"``: horizontal bars of :meth:`global_importance` (``scheme``, the same
@@ -318,8 +447,11 @@ class Explanation:
           from 0 up to ``PG²(x, all features)``, one bar per feature.
 
         ``max_display`` caps the number of features (and ranks) shown; None shows all.
+        With K outputs, ``output=k`` (a position or a class label) plots that output; it is
+        required there (``ex.plot("bar", output="class 2")``).
         """
-        return cast("Axes", plot_explanation(self, kind, scheme=scheme, max_display=max_display,
+        one = self._one_output(output, "plot()")
+        return cast("Axes", plot_explanation(one, kind, scheme=scheme, max_display=max_display,
                                              ax=ax))
 
     # -- shap interoperability ---------------------------------------------------------------
@@ -333,18 +465,33 @@ class Explanation:
         plot ranks by mean |value| (the ``"gain"`` scheme, in absolute value); for PG² labels
         and the ``"geom"`` default use :meth:`plot` (``"bar"``, ``"beeswarm"``,
         ``"waterfall"``, ``"ranks"``).
+
+        With K outputs the result is shaped as shap's own multi-output explanation
+        (``values`` ``(n, d, K)``, ``base_values`` ``(n, K)``, ``data`` ``(n, d)``,
+        ``output_names`` the K names); plot one output with ``ex.to_shap()[:, :, k]``.
         """
         shap = require("shap", "to_shap()")
+        multi = self.is_multi_output
         return shap.Explanation(
             values=self.values + 0.0,  # no -0.0
             base_values=np.zeros_like(self.base_values) if self.base_values.ndim else 0.0,
             data=self.data.copy(),
             feature_names=list(self.feature_names),
             # shap cannot infer the output dimensions of one row from a string output name
-            output_names=None if self.is_single_row else self.output_names,
+            output_names=self._names() if multi else
+            (None if self.is_single_row else self.output_names),
         )
 
     def __repr__(self) -> str:
+        if self.is_multi_output:
+            rows = "1 row" if self.is_single_row else f"{self.values.shape[0]} rows"
+            lines = [f"pgexact.Explanation({rows} x {self.n_features} features x {self.n_outputs} "
+                     f"outputs; sigma={_describe(self.sigma)}, noise={_describe(self.noise)})"]
+            for k, name in enumerate(self._names()):
+                pg2, pgi2 = self.pg2[..., k], self.pgi2[..., k]
+                lines.append(f"  {name}: mean PG²(x, all) = {float(np.mean(pg2)) if pg2.size else float('nan'):.6g}"
+                             f"   mean PGI² = {float(np.mean(pgi2)) if pgi2.size else float('nan'):.6g}")
+            return "\n".join(lines)
         d = self.n_features
         settings = f"sigma={_describe(self.sigma)}, noise={_describe(self.noise)}, output={self.output_names!r}"
         if self.is_single_row:
