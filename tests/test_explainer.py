@@ -98,7 +98,7 @@ def test_model_is_parsed_once(data, monkeypatch):
         raise AssertionError("the model was parsed again")
 
     monkeypatch.setattr(model, "get_booster", boom)
-    monkeypatch.setattr(pgexact.explainer, "load", boom)
+    monkeypatch.setattr(pgexact.explainer, "load_outputs", boom)
     a, b = explainer(X[:3]), explainer(X[3:5])
     assert a.values.shape == (3, 5) and b.values.shape == (2, 5)
 
@@ -225,8 +225,9 @@ def test_other_libraries(kind, data):
 
 def test_multiclass_needs_output(multi_model, data):
     X, _ = data
-    with pytest.raises(ValueError, match="output"):
-        pgexact.Explainer(multi_model)
+    # issue 18: a multi-class model is explained for every class by default (it was refused)
+    every = pgexact.Explainer(multi_model)(X[:4])
+    assert every.values.shape == (4, X.shape[1], 3)
     e = pgexact.Explainer(multi_model, output=2)(X[:4])
     assert e.output_names == "class 2"
     ref = pgexact.load(multi_model, output=2)

@@ -101,14 +101,25 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
+def _comparable(value: Any, label: Any) -> bool:
+    """Whether ``value`` may name ``label``: a bool only a bool label, an int an int or float
+    label (classes_ of float targets hold 1.0 for the class 1), a float only a float label, any
+    other value a label of its own type."""
+    if isinstance(value, (bool, np.bool_)) or isinstance(label, (bool, np.bool_)):
+        return isinstance(value, (bool, np.bool_)) and isinstance(label, (bool, np.bool_))
+    if _is_int(value):
+        return isinstance(label, (numbers.Integral, float, np.floating))
+    if isinstance(value, (float, np.floating)):
+        return isinstance(label, (float, np.floating))
+    return isinstance(label, type(value)) or isinstance(value, type(label))
+
+
 def _label_position(value: Any, labels: Sequence[Any]) -> Optional[int]:
     """Where ``value`` sits in ``labels`` (first match), or None."""
     for p, label in enumerate(labels):
         try:
-            if isinstance(label, type(value)) or isinstance(value, type(label)) \
-                    or (isinstance(value, numbers.Number) and isinstance(label, numbers.Number)):
-                if bool(label == value):
-                    return p
+            if _comparable(value, label) and bool(label == value):
+                return p
         except Exception:  # pragma: no cover - labels that cannot be compared
             continue
     return None
@@ -137,13 +148,16 @@ def single_position(output: Any, n_outputs: Optional[int], labels: Optional[Sequ
     default : int, optional
         The output of ``output=None``.
     """
+    labels_apply = labels is not None and (n_outputs is None or len(labels) == n_outputs)
     if output is None:
-        return default if default is not None else \
-            (None if n_outputs is None else as_output(None, n_outputs, what))
-    if labels is not None and n_outputs is not None and len(labels) != n_outputs:
-        labels_apply = False
-    else:
-        labels_apply = labels is not None
+        if default is not None or n_outputs is None:
+            return default
+        if labels_apply and n_outputs > 1:
+            assert labels is not None
+            raise ValueError(f"output: this {what} has {n_outputs} outputs; pass output=k with k in "
+                             f"0..{n_outputs - 1} or a class label in {_show(labels)}, or "
+                             "output='all' for every output")
+        return as_output(None, n_outputs, what)
     if isinstance(output, ClassPosition):
         k = output.position
         if not _is_int(k):

@@ -480,7 +480,7 @@ def as_output(output: Optional[Union[int, np.integer]], n_outputs: int, what: st
         if n_outputs > 1:
             raise ValueError(
                 f"output: this {what} has {n_outputs} outputs; "
-                f"pass output=k with k in 0..{n_outputs - 1} (or a class label), or output='all' "
+                f"pass output=k with k in 0..{n_outputs - 1}, or output='all' "
                 "for every output"
             )
         return 0
