@@ -84,7 +84,7 @@ def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: Sigm
     """
     calls = prepare_calls(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
                           progress=progress, desc="pg2_curve")
-    rankings = per_output(ranking, len(calls), output, "ranking")
+    rankings = per_output(ranking, len(calls), output, "ranking", "ranking")
     with calls[0].progress:
         return stack_outputs(output, [call.pg2_curve(call.ranking(rk))
                                       for call, rk in zip(calls, rankings)])
@@ -108,7 +108,7 @@ def _with_rankings(calls: List[PreparedCall], output: OutputLike, ranking: Optio
                    attributions: Optional[ArrayLike]
                    ) -> Iterator[Tuple[PreparedCall, Optional[ArrayLike], Optional[ArrayLike]]]:
     """Each output's call with its ranking and attributions (:func:`pgexact._outputs.per_output`)."""
-    rankings = per_output(ranking, len(calls), output, "ranking")
+    rankings = per_output(ranking, len(calls), output, "ranking", "ranking")
     attributions_ = per_output(attributions, len(calls), output, "attributions")
     return zip(calls, rankings, attributions_)
 

@@ -7,13 +7,14 @@ Public through :mod:`pgexact.metrics`.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ._adapters import load
+from ._adapters import load_outputs
 from ._api import pg2_curve, rank
 from ._optional import require
+from ._outputs import class_labels, is_all, per_output
 from ._validation import as_matrix_ordered, as_sigma_list, ranking_from_attributions
 from .ensemble import TreeEnsemble
 
@@ -25,7 +26,7 @@ def _is_pgexact_model(model: Any) -> bool:
     return isinstance(model, (TreeEnsemble, str, bytes)) or hasattr(model, "__fspath__")
 
 
-def shap_values(model: Any, X: Any, *, output: Optional[int] = None) -> np.ndarray:
+def shap_values(model: Any, X: Any, *, output: Any = None) -> np.ndarray:
     """``shap.TreeExplainer`` values of the model's raw output column, (n, d) float64.
 
     Columns follow X's as passed (``docs/columns.md``).
@@ -39,20 +40,28 @@ def shap_values(model: Any, X: Any, *, output: Optional[int] = None) -> np.ndarr
         The library model (not a TreeEnsemble or a path: SHAP needs the object).
     X : array_like or DataFrame, shape (n, d)
         The rows.
-    output : int, optional
-        The output column, as in :func:`pgexact.load`.
+    output : int, class label, ClassLabel, ClassPosition or "all", optional
+        The output column, as in :func:`pgexact.load`; ``"all"``: every output.
 
     Returns
     -------
-    numpy.ndarray of shape (n, d), float64
+    numpy.ndarray of shape (n, d), float64 (``(n, d, K)`` for ``output="all"``, shap's layout)
         The SHAP values.
     """
+    phis = _shap_per_output(model, X, load_outputs(model, output) if not _is_pgexact_model(model)
+                            else [])
+    return np.stack(phis, axis=-1) if is_all(output) else phis[0]
+
+
+def _shap_per_output(model: Any, X: Any, ensembles: List[TreeEnsemble]) -> List[np.ndarray]:
+    """SHAP values (n, d) in X's column order of each of ``ensembles`` (outputs of ``model``),
+    from one ``shap.TreeExplainer`` run."""
     if _is_pgexact_model(model):
         raise TypeError(
             "model: SHAP needs the library model (XGBoost / LightGBM / scikit-learn object); a "
             "pgexact.TreeEnsemble or a model file path cannot be handed to shap.TreeExplainer")
     shap = require("shap", "shap_ranking()")
-    ens = load(model, output=output)  # validates output the same way as the exact metrics
+    ens = ensembles[0]
     Xa, order = as_matrix_ordered(X, ens)
     data: Any = Xa
     if ens.feature_names is not None:
@@ -65,20 +74,24 @@ def shap_values(model: Any, X: Any, *, output: Optional[int] = None) -> np.ndarr
         phi = np.stack([np.asarray(p) for p in phi], axis=-1)
     phi = np.asarray(phi, dtype=np.float64)
     n, d = Xa.shape
-    if phi.ndim == 3:
-        if phi.shape[-1] == ens.n_outputs:
-            phi = phi[..., ens.output]
-        elif phi.shape[-1] == 2 and ens.n_outputs == 1:  # a binary model explained per class
-            phi = phi[..., 1]
-        else:
-            raise ValueError(f"model: shap returned values of shape {phi.shape}; cannot tell which "
-                             f"of them is output {ens.output}")
-    if phi.shape != (n, d):
-        raise ValueError(f"model: shap returned values of shape {phi.shape}, expected ({n}, {d})")
-    return order.columns_out(np.ascontiguousarray(phi))  # X's column order
+    out = []
+    for ens in ensembles:
+        one = phi
+        if phi.ndim == 3:
+            if phi.shape[-1] == ens.n_outputs:
+                one = phi[..., ens.output]
+            elif phi.shape[-1] == 2 and ens.n_outputs == 1:  # a binary model explained per class
+                one = phi[..., 1]
+            else:
+                raise ValueError(f"model: shap returned values of shape {phi.shape}; cannot tell which "
+                                 f"of them is output {ens.output}")
+        if one.shape != (n, d):
+            raise ValueError(f"model: shap returned values of shape {one.shape}, expected ({n}, {d})")
+        out.append(order.columns_out(np.ascontiguousarray(one)))  # X's column order
+    return out
 
 
-def shap_ranking(model: Any, X: Any, *, output: Optional[int] = None) -> np.ndarray:
+def shap_ranking(model: Any, X: Any, *, output: Any = None) -> np.ndarray:
     """SHAP ranking per row: ``argsort(-|phi|)`` (stable: ties to the lower index), (n, d) int64,
     as positions of X's columns.
 
@@ -93,10 +106,13 @@ def shap_ranking(model: Any, X: Any, *, output: Optional[int] = None) -> np.ndar
 
     Returns
     -------
-    numpy.ndarray of shape (n, d), int64
+    numpy.ndarray of shape (n, d), int64 (``(n, K, d)`` for ``output="all"``, as :func:`pgexact.rank`)
         The ranking of each row, most important first.
     """
     phi = shap_values(model, X, output=output)
+    if phi.ndim == 3:
+        return np.stack([ranking_from_attributions(phi[..., k], phi.shape[1], phi.shape[0])
+                         for k in range(phi.shape[2])], axis=1)
     return ranking_from_attributions(phi, phi.shape[1], phi.shape[0])
 
 
@@ -107,7 +123,7 @@ _RESERVED = ("greedy", "shap")
 def compare(model: Any, X: Any, *, sigma_rank: Any = 0.3,
             sigma_eval: Any = (0.1, 0.3, 0.5, 1.0),
             methods: Optional[Mapping[str, Any]] = None,
-            output: Optional[int] = None, progress: Optional[bool] = None) -> "Any":
+            output: Any = None, progress: Optional[bool] = None) -> "Any":
     """Mean exact PGI² over the rows of X, per evaluation noise level, per ranking method.
 
     Methods (columns, in this order): ``"greedy"`` (the greedy PG² ranking computed at
@@ -122,7 +138,10 @@ def compare(model: Any, X: Any, *, sigma_rank: Any = 0.3,
     Parameters
     ----------
     model, X, output
-        As in :func:`pgexact.pgi2`.
+        As in :func:`pgexact.pgi2`. With ``output="all"`` the columns are a MultiIndex
+        ``(output, method)``: one block per output (named ``"output k"``, or ``"class c"`` for
+        a classifier), each equal to ``compare(..., output=k)``; attributions in ``methods``
+        may then be ``(n, d, K)`` or a list of K ``(n, d)`` arrays (one per output).
     sigma_rank : float or array_like of shape (d,), default 0.3
         Noise of the greedy ranking.
     sigma_eval : sequence of float
@@ -144,22 +163,45 @@ def compare(model: Any, X: Any, *, sigma_rank: Any = 0.3,
         methods = {}
     if not isinstance(methods, Mapping):
         raise TypeError(f"methods: expected a dict {{name: attributions}}, got {type(methods).__name__}")
-    ens = load(model, output=output)
+    for name in methods:
+        if not isinstance(name, str):
+            raise TypeError(f"methods: names must be strings, got {name!r}")
+        if name in _RESERVED:
+            raise ValueError(f"methods: the name {name!r} is reserved for a built-in column")
+    ensembles = load_outputs(model, output)
+    K = len(ensembles)
+    if _is_pgexact_model(model):
+        warnings.warn("compare: the 'shap' column is left out: SHAP needs the library model, "
+                      "not a pgexact.TreeEnsemble or a path", UserWarning, stacklevel=2)
+        shap_phi: List[Optional[np.ndarray]] = [None] * K
+    else:
+        shap_phi = list(_shap_per_output(model, X, ensembles))
+    per_method = {name: per_output(attributions, K, output, f"methods[{name!r}]")
+                  for name, attributions in methods.items()}
+    tables = [_compare_one(ens, X, sigma_rank, levels, shap_phi[k],
+                           {name: values[k] for name, values in per_method.items()}, progress)
+              for k, ens in enumerate(ensembles)]
+    if not is_all(output):
+        return tables[0]
+    labels = class_labels(model) if not _is_pgexact_model(model) else None
+    keys = [f"class {labels[e.output]}" if labels is not None and len(labels) == e.n_outputs
+            else f"output {e.output}" for e in ensembles]
+    return pd.concat(tables, axis=1, keys=keys, names=["output", "method"])
+
+
+def _compare_one(ens: TreeEnsemble, X: Any, sigma_rank: Any, levels: Tuple[float, ...],
+                 phi: Optional[np.ndarray], methods: Mapping[str, Any],
+                 progress: Optional[bool]) -> Any:
+    """The table of :func:`compare` for one output (``phi``: its SHAP values, or None)."""
+    pd = require("pandas", "compare()")
     Xa, order = as_matrix_ordered(X, ens)
     n, d = Xa.shape
     # every ranking below holds positions of X's columns, as the functions it is passed to expect
     rankings: Dict[str, np.ndarray] = {}
     rankings["greedy"] = rank(ens, X, sigma=sigma_rank, progress=progress)
-    if _is_pgexact_model(model):
-        warnings.warn("compare: the 'shap' column is left out: SHAP needs the library model, "
-                      "not a pgexact.TreeEnsemble or a path", UserWarning, stacklevel=2)
-    else:
-        rankings["shap"] = shap_ranking(model, X, output=output)
+    if phi is not None:
+        rankings["shap"] = ranking_from_attributions(phi, d, n)
     for name, attributions in methods.items():
-        if not isinstance(name, str):
-            raise TypeError(f"methods: names must be strings, got {name!r}")
-        if name in _RESERVED:
-            raise ValueError(f"methods: the name {name!r} is reserved for a built-in column")
         try:
             rankings[name] = ranking_from_attributions(attributions, d, n, order.in_x_order())
         except (TypeError, ValueError) as exc:

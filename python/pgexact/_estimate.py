@@ -16,9 +16,11 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from ._prepare import prepare_call
+from ._kernels import PreparedCall
+from ._outputs import per_output
+from ._prepare import prepare_calls
 from ._progress import Progress
-from ._typing import ArrayLike, ModelLike, NoiseLike, SigmaLike
+from ._typing import ArrayLike, ModelLike, NoiseLike, OutputLike, SigmaLike
 
 __all__ = ["estimate"]
 
@@ -65,7 +67,7 @@ class _Calibration(Progress):
 def estimate(model: ModelLike, X: ArrayLike, kind: str = "pgi2", *,
              ranking: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
              noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
-             output: Optional[int] = None) -> float:
+             output: OutputLike = None) -> float:
     """Expected wall-clock seconds of an exact call, from a short calibration.
 
     The kernels know how much work a call is before they start (rows, or tree pairs per pass
@@ -78,7 +80,8 @@ def estimate(model: ModelLike, X: ArrayLike, kind: str = "pgi2", *,
     Parameters
     ----------
     model, X, sigma, noise, n_jobs, output
-        As in :func:`pgexact.pgi2`: the call to estimate.
+        As in :func:`pgexact.pgi2`: the call to estimate (``output="all"``: the sum over the
+        outputs, each calibrated, as the call runs them one after the other).
     kind : {"pgi2", "pg2", "rank"}, default "pgi2"
         ``"pgi2"`` (or ``pgu2``): with ``ranking``, PG² of its every prefix; without, the
         greedy ranking (which gives the curve too). ``"pg2"``: PG² of one set, every feature
@@ -99,7 +102,13 @@ def estimate(model: ModelLike, X: ArrayLike, kind: str = "pgi2", *,
         raise ValueError(f"kind: expected one of {', '.join(map(repr, KINDS))}, got {kind!r}")
     if ranking is not None and kind != "pgi2":
         raise ValueError(f"ranking: only kind='pgi2' takes a ranking, not kind={kind!r}")
-    call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
+    calls = prepare_calls(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
+    rankings = per_output(ranking, len(calls), output, "ranking", "ranking")
+    return float(sum(_calibrate(call, kind, r) for call, r in zip(calls, rankings)))
+
+
+def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike]) -> float:
+    """Seconds of one output's kernel run, from a short calibration of it."""
     if call.n_rows == 0:
         return 0.0
     calibration = _Calibration(call.n_rows)

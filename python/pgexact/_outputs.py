@@ -226,20 +226,22 @@ def stack_outputs(output: Any, results: Sequence[np.ndarray]) -> np.ndarray:
     return np.stack(list(results), axis=1)
 
 
-def per_output(value: Any, n_outputs: int, output: Any, name: str) -> List[Any]:
+def per_output(value: Any, n_outputs: int, output: Any, name: str,
+               layout: str = "attributions") -> List[Any]:
     """A ranking or attributions argument, one per output of an ``output="all"`` call.
 
     With ``output="all"``: a ranking of shape ``(n, K, d)`` (what :func:`pgexact.rank` returns
     for ``"all"``), attributions of shape ``(n, d, K)`` (shap's multi-output layout, an array or
     a ``shap.Explanation``) or a list of K ``(n, d)`` arrays (older shap's layout) give one per
     output; anything else (``(d,)``, ``(n, d)``, a DataFrame) applies to every output.
-    Otherwise the value is passed on unchanged (one output).
+    Otherwise the value is passed on unchanged (one output). ``layout`` is ``"ranking"`` or
+    ``"attributions"``; ``name`` is the argument's name in error messages.
     """
     if value is None or not is_all(output):
         return [value] * (n_outputs if is_all(output) else 1)
-    if name == "attributions" and hasattr(value, "values") and hasattr(value, "base_values"):
+    if layout == "attributions" and hasattr(value, "values") and hasattr(value, "base_values"):
         value = value.values  # a shap.Explanation
-    if name == "attributions" and isinstance(value, (list, tuple)):
+    if layout == "attributions" and isinstance(value, (list, tuple)):
         try:
             stacked = np.asarray(value, dtype=np.float64)
         except (TypeError, ValueError):
@@ -259,7 +261,7 @@ def per_output(value: Any, n_outputs: int, output: Any, name: str) -> List[Any]:
         return [value] * n_outputs
     if arr.ndim != 3:
         return [value] * n_outputs
-    if name == "attributions":
+    if layout == "attributions":
         if arr.shape[2] != n_outputs:
             raise ValueError(f"{name}: expected shape (n, d, {n_outputs}) (one (n, d) slice per "
                              f"output, shap's multi-output layout), got {arr.shape}")

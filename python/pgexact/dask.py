@@ -57,6 +57,7 @@ from dask.delayed import delayed
 
 from . import _api, _moments
 from ._adapters import load
+from ._outputs import refuse_all
 from ._optional import optional
 from ._progress import check_progress
 from ._columns import ColumnOrder, identity_order
@@ -315,6 +316,7 @@ def _build(func: str, model: Any, X: Any, *, sigma: Any, noise: Any, n_jobs: Any
                          "with dask's diagnostics instead: `with dask.diagnostics.ProgressBar(): "
                          "result.compute()`, or `distributed.progress(result.persist())` on a "
                          "cluster")
+    refuse_all(output, f"pgexact.dask.{func}")
     ens = load(model, output=output)
     d = ens.n_features
     as_n_jobs(n_jobs)
