@@ -25,7 +25,7 @@ import numpy as np
 from . import _kernels
 from ._optional import require
 from ._target import Target, n_threads, select_output
-from ._outputs import ModelOutputs
+from ._outputs import ModelOutputs, arena_outputs
 from .ensemble import TreeEnsemble
 
 __all__ = ["catboost_outputs", "catboost_model_file", "catboost_target", "cbm_to_json",
@@ -67,17 +67,8 @@ def catboost_outputs(text: Any, source: str,
     full, meta = _kernels.parse_catboost_json(text, -1)
     loss = meta.get("loss_function") or ""
     what = f"CatBoost model (loss {loss!r})" if loss else "CatBoost model"
-    names = _feature_names(list(meta["feature_names"]))
-
-    def select(k: int) -> TreeEnsemble:
-        arena = full.select_output(k) if full.n_outputs > 1 else full
-        ens = TreeEnsemble(arena, feature_names=names, output=k, n_outputs=full.n_outputs,
-                           source=source, meta=meta)
-        if check is not None:
-            check(ens)
-        return ens
-
-    return ModelOutputs(int(full.n_outputs), what, None, select)
+    return arena_outputs(full, what, check, feature_names=_feature_names(list(meta["feature_names"])),
+                         source=source, meta=meta)
 
 
 def _fitted(model: Any) -> Any:

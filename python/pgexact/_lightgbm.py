@@ -20,7 +20,7 @@ import numpy as np
 
 from . import _kernels
 from ._target import Target, n_threads, select_output
-from ._outputs import ModelOutputs
+from ._outputs import ModelOutputs, arena_outputs
 from .ensemble import TreeEnsemble
 
 _AUTO_NAME = re.compile(r"Column_(\d+)\Z")
@@ -69,17 +69,8 @@ def lightgbm_outputs(text: Any, n_iterations: int, source: str,
     _refuse_pandas_categorical(meta)
     objective = (meta.get("objective") or "").split(" ")[0]
     what = f"LightGBM model (objective {objective!r})" if objective else "LightGBM model"
-    names = _feature_names(meta)
-
-    def select(k: int) -> TreeEnsemble:
-        arena = full.select_output(k) if full.n_outputs > 1 else full
-        ens = TreeEnsemble(arena, feature_names=names, output=k, n_outputs=full.n_outputs,
-                           source=source, meta=meta)
-        if check is not None:
-            check(ens)
-        return ens
-
-    return ModelOutputs(int(full.n_outputs), what, None, select)
+    return arena_outputs(full, what, check, feature_names=_feature_names(meta), source=source,
+                         meta=meta)
 
 
 def _booster_of(model: Any) -> Any:

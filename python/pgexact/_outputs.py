@@ -30,7 +30,7 @@ from ._validation import as_output
 if TYPE_CHECKING:  # pragma: no cover
     from .ensemble import TreeEnsemble
 
-__all__ = ["ALL", "ClassLabel", "ClassPosition", "ModelOutputs", "class_labels", "is_all",
+__all__ = ["ALL", "ClassLabel", "ClassPosition", "ModelOutputs", "arena_outputs", "class_labels", "is_all",
            "per_output", "positions", "refuse_all", "single_position", "stack_outputs"]
 
 #: ``output="all"``: every output of the model
@@ -68,6 +68,36 @@ class ModelOutputs(NamedTuple):
     what: str
     default: Optional[int]
     select: Callable[[int], "TreeEnsemble"]
+
+
+def arena_outputs(full: Any, what: str, check: Optional[Callable[["TreeEnsemble"], None]],
+                  always_select: bool = False, **ensemble: Any) -> ModelOutputs:
+    """The outputs of a parsed multi-output arena, output k selected by ``Arena.select_output``.
+
+    Parameters
+    ----------
+    full : Arena
+        The parser's arena, every output.
+    what : str
+        The model as error messages name it.
+    check : callable, optional
+        ``check(ensemble)`` on every selected output (the comparison with the library's predict).
+    always_select : bool, default False
+        Select even a single-output arena's output 0 (XGBoost's adapter always did).
+    **ensemble
+        The :class:`~pgexact.TreeEnsemble` keywords shared by every output (feature names,
+        source, metadata).
+    """
+    from .ensemble import TreeEnsemble
+
+    def select(k: int) -> TreeEnsemble:
+        arena = full.select_output(k) if always_select or full.n_outputs > 1 else full
+        ens = TreeEnsemble(arena, output=k, n_outputs=int(full.n_outputs), **ensemble)
+        if check is not None:
+            check(ens)
+        return ens
+
+    return ModelOutputs(int(full.n_outputs), what, None, select)
 
 
 def is_all(output: Any) -> bool:

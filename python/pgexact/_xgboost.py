@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _kernels
 from ._target import Target, n_threads, select_output
-from ._outputs import ModelOutputs
+from ._outputs import ModelOutputs, arena_outputs
 from .ensemble import TreeEnsemble
 
 __all__ = ["booster_and_iterations", "from_xgboost", "is_xgboost", "xgboost_outputs",
@@ -86,15 +86,8 @@ def xgboost_outputs(raw: bytes, n_iterations: int, source: str,
     """
     full, meta = _kernels.parse_xgboost_json(raw, n_iterations)
     feature_names = names if names is not None else (meta["feature_names"] or None)
-
-    def select(k: int) -> TreeEnsemble:
-        ens = TreeEnsemble(full.select_output(k), feature_names=feature_names, output=k,
-                           n_outputs=full.n_outputs, source=source, meta=meta)
-        if check is not None:
-            check(ens)
-        return ens
-
-    return ModelOutputs(int(full.n_outputs), "XGBoost model", None, select)
+    return arena_outputs(full, "XGBoost model", check, always_select=True,
+                         feature_names=feature_names, source=source, meta=meta)
 
 
 def _check_against_xgboost(ens: TreeEnsemble, booster: Any, n_iterations: int) -> None:
