@@ -14,7 +14,8 @@ threads, each line times (median of ``--repeats`` interleaved runs):
 Every class of ``output="all"`` is checked to equal the single-class call bit for bit.
 
 Run:  python bench/bench_multiclass.py [--data-dir ../shared/datasets] [--rows 64] [--repeats 3]
-It prints a markdown table. Not part of the test suite.
+It prints a markdown table and (unless --no-write) replaces its section of bench/RESULTS.md.
+Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -31,7 +32,11 @@ import pgexact
 from pgexact._adapters import load_outputs
 from pgexact.bench.common import fmt_time, timed
 
+from _results import write_section  # bench/ is on sys.path when a script there runs
+
 K = 3
+MARK_BEGIN = "<!-- multiclass-begin -->"
+MARK_END = "<!-- multiclass-end -->"
 
 
 def dataset(data_dir: str, seed: int) -> Any:
@@ -62,6 +67,7 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--rows", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--n-jobs", type=int, default=None)
+    parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md")
     args = parser.parse_args(argv)
 
     import xgboost as xgb
@@ -90,10 +96,11 @@ def main(argv: List[str]) -> int:
         "Explainer(model)(X)": (lambda: pgexact.Explainer(model, **ex_kw)(rows, progress=False).values,
                                 each(lambda output: pgexact.Explainer(model, output=output, **ex_kw)(rows, progress=False).values)),
     }
-    print(f"model: XGBClassifier, {K} classes x 100 trees, depth 6; {source}; {args.rows} rows; "
-          f"n_jobs={args.n_jobs}; {os.cpu_count()} CPUs\n")
-    print("| call | output=\"all\" | K separate calls | separate / all |")
-    print("|---|--:|--:|--:|")
+    head = (f"XGBClassifier, {K} classes x 100 trees, depth 6; {source}; {args.rows} rows; "
+            f"n_jobs={args.n_jobs}; {os.cpu_count()} CPUs; median of {args.repeats} interleaved runs")
+    table = ["| call | output=\"all\" | K separate calls | separate / all |", "|---|--:|--:|--:|"]
+    print(head + "\n")
+    print("\n".join(table))
     for name, (together, apart) in cases.items():
         t_all: List[float] = []
         t_each: List[float] = []
@@ -109,8 +116,13 @@ def main(argv: List[str]) -> int:
                 mine = a[..., k] if last == -1 else a[:, k]
                 assert np.array_equal(mine, one), f"{name}: class {k} differs from output={k}"
         m_all, m_each = statistics.median(t_all), statistics.median(t_each)
-        print(f"| {name} | {fmt_time(m_all, 'µs')} | {fmt_time(m_each, 'µs')} | {m_each / m_all:.2f} |",
-              flush=True)
+        table.append(f"| {name} | {fmt_time(m_all, 'µs')} | {fmt_time(m_each, 'µs')} | {m_each / m_all:.2f} |")
+        print(table[-1], flush=True)
+    if not args.no_write:
+        text = "\n".join([MARK_BEGIN, "## Multi-class: output=\"all\" (bench/bench_multiclass.py)", "",
+                          head + ". Every class of `output=\"all\"` equal to `output=k` bit for bit "
+                          "(checked).", "", *table, "", MARK_END])
+        write_section(text, MARK_BEGIN, MARK_END)
     return 0
 
 
