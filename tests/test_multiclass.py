@@ -418,3 +418,24 @@ def test_compare_and_estimate_every_class(data):
         pgexact.metrics.compare(model, rows, methods={"noise": A[..., :2]}, output="all")
     seconds = pgexact.estimate(model, rows, "rank", output="all")
     assert seconds > 0
+
+
+def test_catboost_and_model_files_every_class(data, tmp_path):
+    """CatBoost's multi-class export and saved model files go through the same one parse."""
+    catboost = pytest.importorskip("catboost")
+    X, y, rows = data
+    cb = catboost.CatBoostClassifier(iterations=6, depth=3, loss_function="MultiClass", verbose=False,
+                                     thread_count=NTHREAD, random_seed=0).fit(X, y)
+    xgb_model = _fit("xgboost", X, y)
+    path = tmp_path / "model.json"
+    xgb_model.get_booster().save_model(str(path))
+    lgb_model = _fit("lightgbm", X, y)
+    text = tmp_path / "model.txt"
+    lgb_model.booster_.save_model(str(text))
+    for model in (cb, str(path), str(text)):
+        every = pgexact.pgi2(model, rows, output="all")
+        assert every.shape == (12, K)
+        for k in range(K):
+            assert np.array_equal(every[:, k], pgexact.pgi2(model, rows, output=k))
+    # a file has no class labels: output is a position
+    assert np.array_equal(pgexact.pgi2(str(path), rows, output="all"), pgexact.pgi2(xgb_model, rows, output="all"))
