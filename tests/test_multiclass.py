@@ -425,7 +425,8 @@ def test_catboost_and_model_files_every_class(data, tmp_path):
     catboost = pytest.importorskip("catboost")
     X, y, rows = data
     cb = catboost.CatBoostClassifier(iterations=6, depth=3, loss_function="MultiClass", verbose=False,
-                                     thread_count=NTHREAD, random_seed=0).fit(X, y)
+                                     thread_count=NTHREAD, random_seed=0,
+                                     allow_writing_files=False).fit(X, y)
     xgb_model = _fit("xgboost", X, y)
     path = tmp_path / "model.json"
     xgb_model.get_booster().save_model(str(path))
