@@ -16,7 +16,7 @@ from ._validation import as_choice, as_positive_int
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
-    from .explainer import Explanation
+    from .explanation import Explanation
 
 __all__ = ["plot_explanation"]
 
