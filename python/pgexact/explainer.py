@@ -177,5 +177,5 @@ class Explainer:
     def __repr__(self) -> str:
         via = " (last step of a Pipeline)" if self._is_pipeline else ""
         return (f"pgexact.Explainer({self.ensemble.source or 'TreeEnsemble'}{via}: "
-                f"{self.n_features} features, {self.ensemble.n_trees} trees, "
+                f"{self.n_features} features, {sum(e.n_trees for e in self.ensembles)} trees, "
                 f"sigma={describe(self.sigma)}, noise={describe(self.noise)}, output={self.output_names!r})")
