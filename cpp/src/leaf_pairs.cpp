@@ -18,13 +18,15 @@ inline int bit_count(std::uint64_t x) {
   return static_cast<int>((x * 0x0101010101010101ULL) >> 56);
 }
 
-// A numeric split the box can be narrowed by (categorical splits never narrow it: their
-// features are never perturbed, and the row weights route observed values exactly).
+// A numeric split the box can be narrowed by. A categorical split on a feature that is not
+// perturbed by category never narrows it (such a feature is never perturbed, and the row
+// weights route observed values exactly); splits on a feature perturbed by category narrow its
+// set of cells instead (LeafBoxes::kNarrowsSet).
 inline bool narrows(const Arena& a, std::int32_t n) { return !a.categorical(n) && a.bound_index[n] >= 0; }
 
 // Walks every tree from the root with the box of the current node: intervals of boundary
-// indices, and for a feature perturbed by category the raw id of its set of cells (turned into
-// index pairs once every set is known).
+// indices, and for a feature perturbed by category the id of the node's prefix set of cells
+// (lo = hi = id), which is also each leaf's set.
 struct BoxWalker {
   const Arena& a;
   LeafBoxes& out;

@@ -91,7 +91,7 @@ void fill_lane(const Arena& a, const Noise& noise, const LeafBoxes& boxes, const
     const std::int32_t end = a.feature_bounds_begin[j + 1];
     if (noise_moves(a, noise, j) && !std::isnan(x[j])) perturbable |= bit(j);
     // Additive noise: the interval table over the feature's boundaries (a feature perturbed by
-    // category writes its sets' probabilities below instead).
+    // category needs none: its entries carry their own probabilities, category_cells.hpp).
     const bool perturb = ((perturbable >> j) & 1u) != 0 && noise.additive(j);
     for (std::int32_t b = begin; b < end; ++b) {
       double* cell = lanes.table.data() + ((static_cast<std::size_t>(v) * lanes.n_bounds + b) * 2) * kLanes + l;

@@ -46,7 +46,8 @@ struct LeafBoxes {
   std::vector<std::int32_t> lo, hi;      // [leaf * n_features + j]
   std::vector<std::uint64_t> constrained;  // per leaf: features its path narrows
   std::vector<std::uint64_t> nan_ok, zero_ok;  // per leaf: features on which the value reaches it
-  // Per leaf and feature it cuts, a slot for the mass of its interval (rows compute them once):
+  // Per leaf and feature it cuts, a slot for the mass of its interval (rows compute them once;
+  // a feature perturbed by category keeps its slot number but is never a slot entry):
   // a leaf's slots are consecutive from slot_first[leaf], in feature order; slot_of[leaf *
   // n_features + j] is -1 where the leaf does not cut j.
   std::vector<std::int32_t> slot_of;

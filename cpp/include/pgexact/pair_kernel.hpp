@@ -33,9 +33,10 @@
 // w P_S D_i to candidate i when R is {} or {i}, so one pass ranks all candidates, and the same
 // pass yields PG2(S) in the canonical order for the curve).
 //
-// Features perturbed by category (noise.hpp) enter as sets of cells (category_cells.hpp):
-// their boxes are index pairs whose table entries hold the set probabilities, so the passes
-// run unchanged and every property above holds for them too.
+// Features perturbed by category (noise.hpp) enter as sets of cells (category_cells.hpp): a
+// pair's entry on such a feature carries two row-free probabilities (x_j in both leaves' sets or
+// not), and the pass picks one per lane from the leaves' out masks; the product order, the
+// liveness codes and every property above are unchanged.
 #pragma once
 
 #include <cstdint>
