@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "pgexact/arena.hpp"
-#include "pgexact/kernels.hpp"
-#include "pgexact/leaf_pairs.hpp"
-#include "pgexact/ranking.hpp"
-#include "pgexact/xgboost_parser.hpp"
+#include "pgexact/model/arena.hpp"
+#include "pgexact/exact/kernels.hpp"
+#include "pgexact/exact/leaf_pairs.hpp"
+#include "pgexact/exact/ranking.hpp"
+#include "pgexact/model/xgboost_parser.hpp"
 
 using namespace pgexact;
 

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <thread>
 
-#include "pgexact/run_control.hpp"
+#include "pgexact/exact/run_control.hpp"
 
 namespace pgexact::bindings {
 

@@ -1,7 +1,7 @@
 // pgexact._core: the private extension module. Each concept registers itself from its own file.
 #include <pybind11/pybind11.h>
 
-#include "pgexact/arena.hpp"
+#include "pgexact/model/arena.hpp"
 
 namespace py = pybind11;
 

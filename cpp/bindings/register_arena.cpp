@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "convert.hpp"
-#include "pgexact/arena.hpp"
-#include "pgexact/serialize.hpp"
+#include "pgexact/model/arena.hpp"
+#include "pgexact/model/serialize.hpp"
 
 namespace pgexact::bindings {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "convert.hpp"
-#include "pgexact/arena.hpp"
+#include "pgexact/model/arena.hpp"
 
 namespace pgexact::bindings {
 namespace {

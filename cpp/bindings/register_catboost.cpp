@@ -4,7 +4,7 @@
 #include <string>
 
 #include "convert.hpp"
-#include "pgexact/catboost_parser.hpp"
+#include "pgexact/model/catboost_parser.hpp"
 
 namespace pgexact::bindings {
 

@@ -5,8 +5,8 @@
 
 #include "convert.hpp"
 #include "interruptible.hpp"
-#include "pgexact/kernels.hpp"
-#include "pgexact/ranking.hpp"
+#include "pgexact/exact/kernels.hpp"
+#include "pgexact/exact/ranking.hpp"
 
 namespace pgexact::bindings {
 namespace {

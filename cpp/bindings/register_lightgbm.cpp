@@ -5,7 +5,7 @@
 #include <string>
 
 #include "convert.hpp"
-#include "pgexact/lightgbm_parser.hpp"
+#include "pgexact/model/lightgbm_parser.hpp"
 
 namespace pgexact::bindings {
 

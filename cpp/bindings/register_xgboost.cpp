@@ -4,7 +4,7 @@
 #include <string>
 
 #include "convert.hpp"
-#include "pgexact/xgboost_parser.hpp"
+#include "pgexact/model/xgboost_parser.hpp"
 
 namespace pgexact::bindings {
 

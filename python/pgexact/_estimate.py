@@ -1,7 +1,7 @@
 """How long an exact call will take: :func:`estimate`.
 
 The kernels count their work in units fixed by the model's structure before they start (rows,
-or tree pairs of each pass over a block of rows: :file:`cpp/include/pgexact/run_control.hpp`),
+or tree pairs of each pass over a block of rows: :file:`cpp/include/pgexact/exact/run_control.hpp`),
 and report how many are done every 100 ms. A short calibration starts the very call on the
 very rows, watches the rate at which units get done for a fraction of a second, and stops it
 (the same way Ctrl-C does); the estimate is the time spent so far plus the units left at that

@@ -31,7 +31,7 @@ class Columns(Protocol):
 
 
 #: where the leaf-pair kernel applies, the only exact kernel for categorical noise
-#: (``pairs_apply`` in ``cpp/src/pair_kernel.cpp``)
+#: (``pairs_apply`` in ``cpp/src/exact/pair_kernel.cpp``)
 MAX_PAIR_FEATURES = 64
 MAX_PAIR_DEPTH = 256
 

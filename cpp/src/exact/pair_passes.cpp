@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "pgexact/pair_passes.hpp"
+#include "pgexact/exact/pair_passes.hpp"
 
 #ifndef PGEXACT_ISA
 #define PGEXACT_ISA isa_base

@@ -1,4 +1,4 @@
-#include "pgexact/pair_kernel.hpp"
+#include "pgexact/exact/pair_kernel.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -13,8 +13,8 @@
 #include <omp.h>
 #endif
 
-#include "pgexact/kernels.hpp"
-#include "pgexact/leaf_pairs.hpp"
+#include "pgexact/exact/kernels.hpp"
+#include "pgexact/exact/leaf_pairs.hpp"
 
 namespace pgexact {
 namespace {

@@ -43,9 +43,9 @@
 #include <omp.h>
 #endif
 
-#include "pgexact/arena.hpp"
-#include "pgexact/noise.hpp"
-#include "pgexact/run_control.hpp"
+#include "pgexact/model/arena.hpp"
+#include "pgexact/exact/noise.hpp"
+#include "pgexact/exact/run_control.hpp"
 
 namespace pgexact {
 

@@ -1,4 +1,4 @@
-#include "pgexact/leaf_pairs.hpp"
+#include "pgexact/exact/leaf_pairs.hpp"
 
 #include <algorithm>
 #include <cmath>

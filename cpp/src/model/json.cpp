@@ -1,4 +1,4 @@
-#include "pgexact/json.hpp"
+#include "pgexact/model/json.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "pgexact/arena.hpp"  // ModelError
+#include "pgexact/model/arena.hpp"  // ModelError
 
 namespace pgexact {
 namespace {

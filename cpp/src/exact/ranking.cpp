@@ -1,6 +1,6 @@
-#include "pgexact/ranking.hpp"
+#include "pgexact/exact/ranking.hpp"
 
-#include "pgexact/pair_kernel.hpp"
+#include "pgexact/exact/pair_kernel.hpp"
 
 #include <algorithm>
 #include <stdexcept>

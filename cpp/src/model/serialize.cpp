@@ -1,4 +1,4 @@
-#include "pgexact/serialize.hpp"
+#include "pgexact/model/serialize.hpp"
 
 #include <cstdint>
 #include <cstring>

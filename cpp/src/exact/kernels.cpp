@@ -1,9 +1,9 @@
-#include "pgexact/kernels.hpp"
+#include "pgexact/exact/kernels.hpp"
 
 #include <cstdio>
-#include "pgexact/reference_kernel.hpp"
+#include "pgexact/exact/reference_kernel.hpp"
 
-#include "pgexact/pair_kernel.hpp"
+#include "pgexact/exact/pair_kernel.hpp"
 
 #include <algorithm>
 #include <cmath>

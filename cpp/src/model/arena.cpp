@@ -1,4 +1,4 @@
-#include "pgexact/arena.hpp"
+#include "pgexact/model/arena.hpp"
 
 #include <algorithm>
 #include <cfloat>

@@ -1,11 +1,11 @@
-#include "pgexact/reference_kernel.hpp"
+#include "pgexact/exact/reference_kernel.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
 
-#include "pgexact/kernels.hpp"  // noise_moves
+#include "pgexact/exact/kernels.hpp"  // noise_moves
 
 namespace pgexact {
 namespace {

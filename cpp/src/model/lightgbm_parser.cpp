@@ -1,4 +1,4 @@
-#include "pgexact/lightgbm_parser.hpp"
+#include "pgexact/model/lightgbm_parser.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "pgexact/json.hpp"  // is_valid_utf8
+#include "pgexact/model/json.hpp"  // is_valid_utf8
 
 namespace pgexact {
 namespace {

@@ -1,4 +1,4 @@
-#include "pgexact/catboost_parser.hpp"
+#include "pgexact/model/catboost_parser.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "pgexact/json.hpp"
+#include "pgexact/model/json.hpp"
 
 namespace pgexact {
 namespace {

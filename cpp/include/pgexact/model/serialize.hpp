@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "pgexact/arena.hpp"
+#include "pgexact/model/arena.hpp"
 
 namespace pgexact {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pgexact/arena.hpp"
+#include "pgexact/model/arena.hpp"
 
 namespace pgexact {
 

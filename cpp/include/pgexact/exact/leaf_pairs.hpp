@@ -30,9 +30,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "pgexact/arena.hpp"
-#include "pgexact/category_cells.hpp"
-#include "pgexact/pair_passes.hpp"  // LeafPair
+#include "pgexact/model/arena.hpp"
+#include "pgexact/exact/category_cells.hpp"
+#include "pgexact/exact/pair_passes.hpp"  // LeafPair
 
 namespace pgexact {
 

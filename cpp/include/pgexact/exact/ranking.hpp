@@ -3,9 +3,9 @@
 
 #include <cstdint>
 
-#include "pgexact/arena.hpp"
-#include "pgexact/kernels.hpp"
-#include "pgexact/noise.hpp"
+#include "pgexact/model/arena.hpp"
+#include "pgexact/exact/kernels.hpp"
+#include "pgexact/exact/noise.hpp"
 
 namespace pgexact {
 

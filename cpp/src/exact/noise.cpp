@@ -1,4 +1,4 @@
-#include "pgexact/noise.hpp"
+#include "pgexact/exact/noise.hpp"
 
 #include <cmath>
 #include <string>

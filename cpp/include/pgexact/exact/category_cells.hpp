@@ -30,8 +30,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "pgexact/arena.hpp"
-#include "pgexact/noise.hpp"
+#include "pgexact/model/arena.hpp"
+#include "pgexact/exact/noise.hpp"
 
 namespace pgexact {
 

@@ -1,4 +1,4 @@
-#include "pgexact/xgboost_parser.hpp"
+#include "pgexact/model/xgboost_parser.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "pgexact/json.hpp"
+#include "pgexact/model/json.hpp"
 
 namespace pgexact {
 namespace {

@@ -1,4 +1,4 @@
-#include "pgexact/category_cells.hpp"
+#include "pgexact/exact/category_cells.hpp"
 
 #include <algorithm>
 #include <cmath>

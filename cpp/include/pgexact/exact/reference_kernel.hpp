@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "pgexact/arena.hpp"
-#include "pgexact/noise.hpp"
+#include "pgexact/model/arena.hpp"
+#include "pgexact/exact/noise.hpp"
 
 namespace pgexact {
 
