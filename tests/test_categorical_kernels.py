@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import pgexact
 from pgexact import _core
-from pgexact._prepare import prepare_call
+from pgexact._exact._prepare import prepare_call
 
 D = 4  # features 0, 1: category codes (1 also split numerically); 2, 3: numeric
 N_CODES = 8
