@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pgexact
-from pgexact._prepare import prepare_call
+from pgexact._exact._prepare import prepare_call
 
 RTOL = 1e-13
 
