@@ -12,6 +12,7 @@ from .common import Args, Json, UsageError, first_line
 
 __all__ = [
     "DATASETS", "DATA_FILES", "Dataset", "default_data_dir", "eval_rows", "load_data",
+    "missing_rows_rule",
     "load_named", "random_pairs", "read_table", "split_and_standardise", "standardise_features",
     "wants_standardise",
 ]
@@ -127,11 +128,13 @@ def split_and_standardise(name: str, X: np.ndarray, y: np.ndarray, names: Sequen
 
 
 def load_named(name: str, data_dir: Optional[str], *, seed: int, standardise: bool = True,
-               keep_missing: bool = False) -> Dataset:
+               keep_missing: bool = True) -> Dataset:
     """One of DATASETS, split and standardised.
 
-    ``keep_missing``: keep housing's rows with a missing ``total_bedrooms`` (NaN, routed by the
-    model's default direction) instead of dropping them as the paper does.
+    Rows with a missing feature (housing's ``total_bedrooms``) are kept, as in a CSV read by
+    ``--data``: :func:`missing_rows_rule` decides once the model is known (kept where it routes
+    NaN). ``keep_missing=False`` drops them before the split, as the paper did (the ``paper``
+    subcommand, whose numbers are compared with the paper's).
     """
     if name not in DATASETS:
         raise UsageError(f"unknown dataset {name!r} (choose from {', '.join(DATASETS)}, or give "
@@ -166,7 +169,7 @@ def load_named(name: str, data_dir: Optional[str], *, seed: int, standardise: bo
         if bad.any() and not keep_missing:
             cols = [names[j] for j in np.flatnonzero(np.isnan(X).any(axis=0))]
             notes.append(f"dropped {int(bad.sum())} rows with a missing {', '.join(cols)} "
-                         f"({int((~bad).sum()):,} rows left); not imputed")
+                         f"({int((~bad).sum()):,} rows left) as the paper did; not imputed")
             X, y = X[~bad], y[~bad]
         notes.append("dropped the categorical ocean_proximity (as the paper)")
     return split_and_standardise(name, X, y, names, notes, path, seed=seed,
@@ -200,6 +203,34 @@ def load_data(args: Args) -> Dataset:
         raise UsageError("--target goes with --data CSV")
     return load_named(args.dataset or "diabetes", args.data_dir, seed=args.seed,
                       standardise=wants_standardise(args))
+
+
+def missing_rows_rule(data: Dataset, routes_missing: bool, model: str) -> Dataset:
+    """The one rule for rows with a missing feature value (NaN), for every dataset and CSV.
+
+    Kept when the model routes NaN (XGBoost, LightGBM, CatBoost, HistGradientBoosting and
+    scikit-learn trees that accept NaN: each row goes where the library's own predict sends
+    it), with a note; otherwise dropped from both splits, with a note saying how many and why.
+    ``model`` names the model in the notes.
+    """
+    bad_tr, bad_te = np.isnan(data.Xtr).any(axis=1), np.isnan(data.Xte).any(axis=1)
+    n_bad = int(bad_tr.sum() + bad_te.sum())
+    if n_bad == 0:
+        return data
+    cols = [data.names[j] for j in np.flatnonzero(np.isnan(data.Xtr).any(axis=0)
+                                                  | np.isnan(data.Xte).any(axis=0))]
+    shown = ", ".join(cols[:6]) + (", ..." if len(cols) > 6 else "")
+    if routes_missing:
+        data.notes.append(f"kept {n_bad} rows with a missing {shown} ({int(bad_te.sum())} of "
+                          f"them test rows): {model} routes NaN as its library does")
+        return data
+    notes = list(data.notes) + [
+        f"dropped {n_bad} rows with a missing {shown} ({int(bad_tr.sum())} training, "
+        f"{int(bad_te.sum())} test rows): {model} has no missing-value routing (its own "
+        "predict refuses NaN); not imputed"]
+    return Dataset(data.name, np.ascontiguousarray(data.Xtr[~bad_tr]),
+                   np.ascontiguousarray(data.Xte[~bad_te]), data.ytr[~bad_tr], data.yte[~bad_te],
+                   data.names, notes, data.source)
 
 
 def eval_rows(data: Dataset, n: Optional[int], seed: int) -> np.ndarray:
