@@ -26,6 +26,7 @@ import numpy as np
 from . import _catboost, _kernels, _lightgbm, _sklearn, _xgboost
 from ._pipeline import is_pipeline
 from ._target import Target
+from ._userdata import data_policy
 from ._outputs import ALL, ModelOutputs, class_labels, is_all, positions, refuse_all, single_position
 from .ensemble import TreeEnsemble
 
@@ -183,7 +184,13 @@ def load_outputs(model: Any, output: Any = None, all_by_default: bool = False) -
     labels = None if isinstance(model, (TreeEnsemble, str, os.PathLike)) else class_labels(model)
     if output is None and all_by_default and outputs.default is None and outputs.n_outputs > 1:
         output = ALL
-    return [_select(model, outputs, k) for k in positions(output, outputs, labels)]
+    selected = [_select(model, outputs, k) for k in positions(output, outputs, labels)]
+    if not isinstance(model, (TreeEnsemble, str, os.PathLike)):
+        # how the library reads rows (categories, sparse entries, NaN), asked of the object once
+        policy = data_policy(model, selected[0])
+        for ens in selected:
+            ens._meta["data_policy"] = policy
+    return selected
 
 
 def load(model: Any, output: Any = None) -> TreeEnsemble:
