@@ -237,6 +237,13 @@ def _ensemble_target(model: Any, output: Any, n_jobs: Optional[int]) -> Target:
     return Target(predict, int(te.n_features), list(names) if names else None, te)
 
 
+def _one_margin(model: Any) -> bool:
+    """A binary classifier with one raw output (a margin): every boosted classifier; not the
+    scikit-learn trees and forests, whose ``predict_proba`` has a column per class."""
+    module = type(model).__module__ or ""
+    return not (module.startswith("sklearn.tree") or module.startswith("sklearn.ensemble._forest"))
+
+
 def predictor(model: Any, output: Any = None, n_jobs: Optional[int] = None) -> Target:
     """The batched raw predict Monte Carlo uses for ``model``.
 
@@ -261,6 +268,10 @@ def predictor(model: Any, output: Any = None, n_jobs: Optional[int] = None) -> T
     refuse_all(output, "Monte Carlo (the library's own predict)")
     for family in FAMILIES:
         if family.owns(model):
-            k = single_position(output, None, class_labels(model), type(model).__name__)
+            labels = class_labels(model)
+            # a binary boosted classifier has one output (the positive class's margin), and
+            # its class labels are read as the exact functions read them
+            n = 1 if labels is not None and len(labels) == 2 and _one_margin(model) else None
+            k = single_position(output, n, labels, type(model).__name__)
             return family.predictor(model, k, n_jobs)
     return _ensemble_target(model, output, n_jobs)
