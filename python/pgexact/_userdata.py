@@ -279,9 +279,9 @@ def frame_categories(frame: Any, columns: Any, name: str = "X") -> Any:
     """A DataFrame in the model's feature order with its ``category`` columns replaced by the
     numbers the library's predict routes (see the module docstring); unchanged without any."""
     cat_cols = [i for i in range(frame.shape[1]) if _is_category(frame.iloc[:, i])]
+    if not cat_cols:
+        return frame  # numeric columns: a category feature holds its codes, as in a numpy X
     policy = policy_of(columns)
-    if not cat_cols and policy.lightgbm_positional is None:
-        return frame
     import pandas as pd
 
     out = frame.copy()
