@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pgexact
-import pgexact._validation as _v
+import pgexact._exact._perturbation as _v
 
 xgb = pytest.importorskip("xgboost")
 pytest.importorskip("matplotlib")

@@ -9,10 +9,10 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 import pgexact
-from pgexact._catboost import catboost_model_file, looks_like_catboost_json
-from pgexact._adapters import load_outputs
-from pgexact._columns import lightgbm_name, uses_lightgbm_names
-from pgexact._outputs import ClassPosition, class_labels
+from pgexact._models._adapters import load_outputs
+from pgexact._models._catboost import catboost_model_file, looks_like_catboost_json
+from pgexact._models._outputs import ClassPosition, class_labels
+from pgexact._data._columns import lightgbm_name, uses_lightgbm_names
 from pgexact.ensemble import TreeEnsemble
 
 from .common import Args, Json, UsageError, echo, first_line, log, require_xgboost

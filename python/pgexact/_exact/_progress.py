@@ -23,8 +23,8 @@ import warnings
 from types import TracebackType
 from typing import Any, Callable, Optional, Type
 
-from ._optional import optional
-from ._warnings import user_stacklevel
+from .._optional import optional
+from .._warnings import user_stacklevel
 
 __all__ = ["PerformanceWarning", "Progress", "WARN_SECONDS", "check_progress"]
 

@@ -1,6 +1,6 @@
 """Rows as users hold them, read as the model's own library reads them.
 
-One place, used by :func:`pgexact._validation.as_matrix_ordered` (so by the exact functions,
+One place, used by :func:`pgexact._data._rows.as_matrix_ordered` (so by the exact functions,
 ``pgexact.mc``, ``pgexact.openxai``, the ``Explainer``, ``pgexact.dask`` and the command line):
 
 * **pandas ``category`` columns** become the numbers the library's predict would route:
@@ -199,16 +199,19 @@ def _ensemble_policy(ens: Any) -> DataPolicy:
     return _NO_POLICY
 
 
+def _is_ensemble(obj: Any) -> bool:
+    """A pgexact TreeEnsemble (recognised without importing it: this room sits below it)."""
+    return hasattr(obj, "_arena") and hasattr(obj, "_meta")
+
+
 def policy_of(columns: Any) -> DataPolicy:
     """The policy of what the validators check rows against: a TreeEnsemble or a Monte Carlo
     Target (which asks the library object it wraps, or its TreeEnsemble)."""
-    from .ensemble import TreeEnsemble
-
-    if isinstance(columns, TreeEnsemble):
+    if _is_ensemble(columns):
         return _ensemble_policy(columns)
     exact = getattr(columns, "exact_model", None)
     if exact is not None and exact is not columns:
-        if isinstance(exact, TreeEnsemble):
+        if _is_ensemble(exact):
             return _ensemble_policy(exact)
         cached = getattr(columns, "_pgexact_policy", None)
         if isinstance(cached, DataPolicy):

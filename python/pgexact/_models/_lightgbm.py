@@ -12,16 +12,15 @@ for regression and what the predicted probability is the sigmoid / softmax of; L
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
-from . import _kernels
+from . import _parsers
 from ._target import Target, n_threads, select_output
 from ._outputs import ModelOutputs, arena_outputs
-from .ensemble import TreeEnsemble
+from ..ensemble import TreeEnsemble
 
 _AUTO_NAME = re.compile(r"Column_(\d+)\Z")
 
@@ -47,9 +46,9 @@ def _feature_names(meta: Dict[str, Any]) -> Optional[List[str]]:
 def lightgbm_outputs(text: Any, n_iterations: int, source: str,
                      check: Optional[Callable[[TreeEnsemble], None]] = None) -> ModelOutputs:
     """Parse a LightGBM text model (str or bytes) once; each output is selected from that parse."""
-    full, meta = _kernels.parse_lightgbm_text(text, n_iterations)
+    full, meta = _parsers.parse_lightgbm_text(text, n_iterations)
     # a model trained on pandas category columns: a DataFrame's category columns are mapped
-    # onto its pandas_categorical as LightGBM's own predict does (pgexact._userdata)
+    # onto its pandas_categorical as LightGBM's own predict does (pgexact._data._userdata)
     objective = (meta.get("objective") or "").split(" ")[0]
     what = f"LightGBM model (objective {objective!r})" if objective else "LightGBM model"
     return arena_outputs(full, what, check, feature_names=_feature_names(meta), source=source,
