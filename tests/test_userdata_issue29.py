@@ -435,3 +435,23 @@ def test_sparse_and_dmatrix_refused_where_the_library_refuses_them(sparse_data):
     lgbm = lgb.LGBMRegressor(n_estimators=3, verbose=-1).fit(X, y)
     with pytest.raises(TypeError, match=r"^X: an xgboost.DMatrix is read by XGBoost models only"):
         pgexact.pgi2(lgbm, xgb.DMatrix(X[:3]), sigma=0.3)
+
+
+# ------------------------------------------------------------------- the README's example
+def test_readme_your_data_example_runs():
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+    text = open(readme, encoding="utf-8").read()
+    section = text[text.index("## Your data"):]
+    code = section[section.index("```python") + len("```python"):]
+    code = code[:code.index("```")]
+    if not os.path.isfile(HOUSING):  # pragma: no cover
+        pytest.skip("shipped housing data not found")
+    code = code.replace("../shared/datasets/", os.path.dirname(HOUSING) + "/")
+    scope: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no sigma warning on the shipped data
+        exec(compile(code, "README.md", "exec"), scope)
+    model, X_test = scope["model"], scope["X_test"]
+    np.testing.assert_allclose(pgexact.load(model).predict(X_test),
+                               model.predict(X_test, output_margin=True), rtol=1e-6)
+    assert X_test["ocean_proximity"].dtype == "category"
