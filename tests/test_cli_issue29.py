@@ -206,3 +206,44 @@ def test_output_help_is_on_the_model_subcommands(capsys):
             parser.parse_args([command, "--help"])
         text = " ".join(capsys.readouterr().out.split())
         assert "--output OUT" in text and "'all'" in text
+
+
+# ------------------------------------------------------ item 1 in the CLI: category columns
+@pytest.mark.skipif(not os.path.isfile(HOUSING), reason="shipped data not found")
+def test_model_file_reading_a_text_column_by_category(tmp_path, capsys):
+    import xgboost as xgb
+
+    import pgexact
+
+    df = pd.read_csv(HOUSING)
+    df["ocean_proximity"] = df["ocean_proximity"].astype("category")
+    y = df.pop("median_house_value")
+    model = xgb.XGBRegressor(n_estimators=4, max_depth=3, enable_categorical=True,
+                             tree_method="hist", nthread=1).fit(df, y)
+    path = tmp_path / "hcat.json"
+    model.save_model(path)
+    args = ["conciseness", "--model-file", str(path), "--samples", "6", "--sigma", "0.3"]
+    _, named = _run(tmp_path, *args, "--dataset", "housing", "--data-dir", DATA_DIR, name="a")
+    out = capsys.readouterr().out
+    assert "ocean_proximity read by category" in out
+    assert "dropped the categorical ocean_proximity" not in out
+    assert named["data"]["feature_names"][-1] == "ocean_proximity"
+    _, csv = _run(tmp_path, *args, "--data", HOUSING, "--target", "median_house_value", name="b")
+    assert csv["data"]["n_test"] == named["data"]["n_test"]
+    # the codes the CLI evaluates are the ones XGBoost's own predict reads from the frame
+    from pgexact.bench.data import load_named
+    from pgexact.bench.models import align_to_model
+
+    data = align_to_model(load_named("housing", DATA_DIR, seed=0, standardise=False),
+                          pgexact.load(str(path)), str(path))
+    np.testing.assert_allclose(pgexact.load(str(path)).predict(data.Xte[:200]),
+                               model.predict(_test_frame(df, data), output_margin=True)[:200],
+                               rtol=1e-6)
+
+
+def _test_frame(df, data):
+    """The test split of the shipped frame, as the CLI splits it (80:20, seed 0)."""
+    from sklearn.model_selection import train_test_split
+
+    _, test = train_test_split(df, test_size=0.2, random_state=0)
+    return test

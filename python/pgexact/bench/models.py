@@ -157,6 +157,10 @@ def align_to_model(data: Dataset, ens: Any, path: str) -> Dataset:
     if uses_lightgbm_names(ens):
         for i, c in enumerate(data.names):
             lookup.setdefault(lightgbm_name(c), i)
+    text_cols = [str(c) for c in data.text[0].columns] if data.text is not None else []
+    wanted_text = [n for n in names if n not in lookup and n in text_cols]
+    if wanted_text:
+        return _with_categories(data, ens, path, wanted_text)
     missing = [n for n in names if n not in lookup]
     if missing:
         raise UsageError(f"--model-file: the data has no column(s) {', '.join(missing[:8])}"
@@ -173,6 +177,39 @@ def align_to_model(data: Dataset, ens: Any, path: str) -> Dataset:
     return Dataset(data.name, np.ascontiguousarray(data.Xtr[:, pos]),
                    np.ascontiguousarray(data.Xte[:, pos]), data.ytr, data.yte,
                    [data.names[p] for p in pos], notes, data.source)
+
+
+def _with_categories(data: Dataset, ens: Any, path: str, wanted: List[str]) -> Dataset:
+    """The data for a model file that reads some of its non-numeric columns by category: the
+    columns go through pgexact's own reading of a DataFrame (each category coded as the model's
+    library codes it, columns matched by name), into the model's feature order."""
+    import pandas as pd
+
+    from pgexact._data._rows import as_matrix_ordered
+
+    assert data.text is not None
+    frames = []
+    for X, text in ((data.Xtr, data.text[0]), (data.Xte, data.text[1])):
+        frame = pd.DataFrame(X, columns=data.names)
+        for c in wanted:
+            frame[c] = text[c].to_numpy()
+            frame[c] = frame[c].astype(text[c].dtype)
+        frames.append(frame)
+    try:
+        Xtr, order = as_matrix_ordered(frames[0], ens, "the data")
+        Xte, _ = as_matrix_ordered(frames[1], ens, "the data")
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"--model-file: {first_line(e)}") from None
+    used = order.names or []
+    extra = [c for c in data.names if c not in used]
+    notes = [n for n in data.notes
+             if not (n.startswith("dropped non-numeric columns") or "ocean_proximity (as the" in n)]
+    notes.append(f"column(s) {', '.join(wanted)} read by category, coded as "
+                 f"{os.path.basename(path)}'s library codes them")
+    if extra:
+        notes.append(f"dropped column(s) {', '.join(extra)}: not features of {os.path.basename(path)}")
+    names = [str(n) for n in order.columns(np.asarray(used, dtype=object))] if used else list(ens.feature_names)
+    return Dataset(data.name, Xtr, Xte, data.ytr, data.yte, names, notes, data.source)
 
 
 def prepare_setup(args: Args, data: Optional[Dataset] = None,
