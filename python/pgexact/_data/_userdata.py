@@ -221,6 +221,23 @@ def policy_of(columns: Any) -> DataPolicy:
     return _NO_POLICY
 
 
+def _missing_reason(columns: Any) -> Optional[str]:
+    """``DataPolicy.no_missing`` of what the rows are checked against, asking a library object
+    only what that needs (XGBoost, LightGBM, CatBoost and HistGradientBoosting route NaN)."""
+    if _is_ensemble(columns):
+        return _ensemble_policy(columns).no_missing
+    exact = getattr(columns, "exact_model", None)
+    if exact is None or exact is columns:
+        return None
+    if _is_ensemble(exact):
+        return _ensemble_policy(exact).no_missing
+    final = exact[-1] if hasattr(exact, "steps") else exact
+    module, name = type(final).__module__ or "", type(final).__name__
+    if module.startswith("sklearn") and not name.startswith("HistGradientBoosting"):
+        return data_policy(final).no_missing
+    return None
+
+
 # --------------------------------------------------------------------------------- the rows
 def _is_dmatrix(X: Any) -> bool:
     return type(X).__name__ in ("DMatrix", "QuantileDMatrix") and (
@@ -350,16 +367,16 @@ def check_missing(arr: np.ndarray, columns: Any, x_names: Optional[List[str]],
                   to_x: Any, name: str = "X") -> None:
     """Refuse NaN in rows for a model whose own predict refuses NaN, naming the column (as in
     ``X``) and the row."""
-    policy = policy_of(columns)
-    if policy.no_missing is None:
-        return
     nan = np.isnan(arr)
     if not nan.any():
+        return
+    reason = _missing_reason(columns)
+    if reason is None:
         return
     i, j = (int(v[0]) for v in np.nonzero(nan))
     jx = int(to_x(j))
     col = repr(x_names[jx]) if x_names is not None and jx < len(x_names) else str(jx)
     raise ValueError(
-        f"{name}: row {i}, column {col} is missing (NaN), and {policy.no_missing}; "
+        f"{name}: row {i}, column {col} is missing (NaN), and {reason}; "
         f"{int(nan.any(axis=1).sum())} row(s) have NaN: impute them or drop those rows (or use a "
         "model that routes missing values, e.g. HistGradientBoosting)")

@@ -195,7 +195,7 @@ class _HistCategories:
         if self.prep is None or is_cat is None:
             self.original = np.arange(d)
             self.categories: Dict[int, np.ndarray] = {}
-            self.string_features = {}
+            self.string_features: Dict[int, List[Any]] = {}
             return
         is_cat = np.asarray(is_cat, dtype=bool)
         # The preprocessor's ColumnTransformer puts the encoded categorical columns first.
@@ -204,8 +204,7 @@ class _HistCategories:
         encoder = self.prep.named_transformers_["encoder"]
         names = _feature_names(model)
         self.categories = {}
-        #: input column -> its string categories (read as codes 0..k-1)
-        self.string_features: Dict[int, List[Any]] = {}
+        self.string_features = {}  # input column -> its string categories (read as codes 0..k-1)
         for i, (col, cats) in enumerate(zip(cat_cols, encoder.categories_)):
             name = repr(names[col]) if names else f"{col}"
             cats = np.asarray(cats)

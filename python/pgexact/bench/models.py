@@ -38,7 +38,7 @@ class Setup:
     """
 
     def __init__(self, data: Dataset, model: Any, ens: TreeEnsemble, info: Json,
-                 output: Optional[ClassPosition] = None, output_name: Optional[str] = None) -> None:
+                 output: Any = None, output_name: Optional[str] = None) -> None:
         self.data, self.model, self.ens, self.info = data, model, ens, info
         self.output, self.output_name = output, output_name
 
