@@ -221,7 +221,10 @@ def _add_paper(sub: Subparsers, common: argparse.ArgumentParser,
         description="accuracy, ranking, conciseness and speed on the wine and California housing "
                     "data, single-tree and Bigger models; writes results.json, four figures "
                     "and REPORT.md (next to the paper authors' numbers) into --out. With the "
-                    "defaults and --n-jobs 1 it takes about 5-8 minutes on a busy 2-core machine.",
+                    "defaults and --n-jobs 1 it takes several minutes (5-8 on a busy 2-core "
+                    "machine when each timing was taken once; the accuracy timings are now the "
+                    "median of at least three runs, so expect that part to take about three "
+                    "times as long).",
     )
     p.add_argument("--data-dir", default=None, metavar="DIR",
                    help=DATA_DIR_HELP)
