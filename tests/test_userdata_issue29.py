@@ -455,3 +455,43 @@ def test_readme_your_data_example_runs():
     np.testing.assert_allclose(pgexact.load(model).predict(X_test),
                                model.predict(X_test, output_margin=True), rtol=1e-6)
     assert X_test["ocean_proximity"].dtype == "category"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_exact_pg2_of_two_category_columns_equals_enumeration(kind):
+    """Two category columns (text and numbers, listed in another order in the rows), both
+    perturbed: PG² equals the sum over every pair of drawn categories of the library's own
+    prediction on the frame holding them."""
+    import itertools
+
+    rng = np.random.default_rng(5)
+    n = 1500
+    colour = rng.choice(["red", "green", "blue", "grey"], n)
+    size = rng.choice([2, 5, 9], n)
+    X = pd.DataFrame({"x": rng.normal(size=n),
+                      "colour": pd.Categorical(colour, categories=["red", "green", "blue", "grey"]),
+                      "size": pd.Categorical(size, categories=[2, 5, 9])})
+    y = X["x"] + 2.0 * (colour == "green") - (colour == "grey") + 0.5 * size * (colour != "red")
+    model = _fit(kind, X, y)
+    rows = X.iloc[:4].copy()
+    rows["colour"] = rows["colour"].cat.reorder_categories(["grey", "blue", "green", "red"])
+    p = {"colour": 0.5, "size": 0.3}
+    cats = {"colour": ["red", "green", "blue", "grey"], "size": [2, 5, 9]}
+    # the numbers each library reads: codes, or HistGradientBoosting's numeric values
+    codes = {"colour": [0, 1, 2, 3], "size": [2, 5, 9] if kind == "hist_gradient_boosting" else [0, 1, 2]}
+    noise = [None, categorical(p["colour"], codes["colour"]), categorical(p["size"], codes["size"])]
+    exact = pgexact.pg2(model, rows, features=["colour", "size"], noise=noise, sigma=0.3)
+    for i in range(len(rows)):
+        row = rows.iloc[[i]]
+        base = _raw(kind, model, row)[0]
+        total = 0.0
+        options = {c: [(row[c].iloc[0], 1 - p[c])] + [(v, p[c] / len(cats[c])) for v in cats[c]]
+                   for c in ("colour", "size")}
+        for (a, pa), (b, pb) in itertools.product(options["colour"], options["size"]):
+            moved = row.copy()
+            moved["colour"] = pd.Categorical([a], categories=row["colour"].cat.categories)
+            moved["size"] = pd.Categorical([b], categories=row["size"].cat.categories)
+            total += pa * pb * (_raw(kind, model, moved)[0] - base) ** 2
+        rtol = 1e-5 if kind == "xgboost" else 1e-10
+        np.testing.assert_allclose(exact[i], total, rtol=rtol, atol=1e-12)
+    assert np.all(exact > 0)
