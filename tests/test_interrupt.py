@@ -163,8 +163,8 @@ def test_child_sigint_is_reset_when_the_parent_ignores_it():
     """A parent with SIGINT ignored still gets a child that raises KeyboardInterrupt."""
     script = textwrap.dedent("""
         import signal, sys, time
-        print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, flush=True)
-        try:
+        try:  # the line is written inside the try: a SIGINT right after it is caught
+            print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, flush=True)
             time.sleep(60)
         except KeyboardInterrupt:
             print("interrupted", flush=True)
