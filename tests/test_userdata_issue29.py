@@ -329,11 +329,10 @@ BOOSTED = {
 }
 
 
-@pytest.mark.parametrize("kind", list(BOOSTED))
+# XGBClassifier itself refuses labels other than 0..K-1: its label rules are in test_multiclass
+@pytest.mark.parametrize("kind", [k for k in BOOSTED if k != "xgboost"])
 def test_binary_boosted_classifier_takes_its_positive_label(kind, binary12):
     X, y = binary12
-    if kind == "xgboost":
-        pytest.skip("XGBClassifier needs labels 0..K-1")
     model = BOOSTED[kind]().fit(X, y)
     assert list(model.classes_) == [1, 2]
     rows = X[:5]
