@@ -125,3 +125,18 @@ def test_pruned_random_models(seed, depth, sigma, mode):
             os.environ["PGEXACT_LEAF_PRUNING"] = old
     for got, want in zip(pruned, plain):
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=0)
+
+
+@pytest.mark.parametrize("prune", ["1", "0"])
+def test_slot_masses_from_the_tables_give_the_same_bits(deep, monkeypatch, prune):
+    """Models whose slot masses would pass the memory budget compute them from the tables in
+    the passes (PGEXACT_TABLE_MASSES=1 forces it): the same operations, so the same bits."""
+    ens, X = deep
+    rows = X[:20]
+    ranking = np.argsort(np.random.default_rng(4).random((20, ens.n_features)), axis=1)
+    monkeypatch.setenv("PGEXACT_LEAF_PRUNING", prune)
+    kept = _calls(ens, rows, ranking, 0.1) + (pgexact.rank(ens, rows[:6], sigma=0.1, progress=False),)
+    monkeypatch.setenv("PGEXACT_TABLE_MASSES", "1")
+    tables = _calls(ens, rows, ranking, 0.1) + (pgexact.rank(ens, rows[:6], sigma=0.1, progress=False),)
+    for got, want in zip(tables, kept):
+        np.testing.assert_array_equal(got, want)

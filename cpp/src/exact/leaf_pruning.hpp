@@ -61,7 +61,6 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
   for (std::int64_t i = 0; i < rows; ++i) {
     const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
     const std::size_t first = v * n_leaves * kLanes + l;
-    const double* masses = lanes.masses.data() + v * static_cast<std::size_t>(lanes.n_slots) * kLanes + l;
     const std::uint64_t S = set_of(i, n_prefix - 1) & ~boxes.set_features;
     for (std::size_t j = 0; j < d; ++j) position[j] = static_cast<std::int32_t>(np);
     for (std::int64_t k = n_prefix - 1; k >= 0; --k) {
@@ -84,7 +83,8 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
         std::fill(factor.begin() + static_cast<std::ptrdiff_t>(c), factor.end(), 1.0);
         for (std::uint64_t f = boxes.constrained[static_cast<std::size_t>(leaf)] & S; f != 0; f &= f - 1) {
           const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
-          const double m = masses[static_cast<std::size_t>(boxes.slot_of[static_cast<std::size_t>(leaf) * d + j]) * kLanes];
+          const double m = lanes.slot_mass(static_cast<std::int32_t>(v), static_cast<std::int32_t>(l),
+                                           static_cast<std::size_t>(leaf), j);
           const auto k = static_cast<std::size_t>(position[j]);
           if (k <= c) base *= m; else if (k < np) factor[k] *= m;
           if ((out >> j) & 1u) p_out *= m;

@@ -1,5 +1,7 @@
 #include "pair_lanes.hpp"
 
+#include <cstdlib>
+
 #ifdef PGEXACT_OPENMP
 #include <omp.h>
 #endif
@@ -30,7 +32,17 @@ void resize_lanes(const Arena& a, const LeafBoxes& boxes, std::int32_t vectors, 
   lanes.perturbable.assign(v * kLanes, 0);
   lanes.code.assign(lanes.out.size(), kNeverAlive);  // padding lanes: never alive
   lanes.n_slots = boxes.n_slots;
-  lanes.masses.assign(v * static_cast<std::size_t>(boxes.n_slots) * kLanes, 0.0);
+  lanes.boxes = &boxes;
+  const std::size_t n_masses = v * static_cast<std::size_t>(boxes.n_slots) * kLanes;
+  // PGEXACT_TABLE_MASSES=1 forces the table path (tests: it must give the same bits).
+  const char* force = std::getenv("PGEXACT_TABLE_MASSES");
+  lanes.table_masses = n_masses * sizeof(double) > kMassesBytes || (force != nullptr && force[0] == '1');
+  if (lanes.table_masses) {
+    lanes.masses.clear();
+    lanes.masses.shrink_to_fit();
+  } else {
+    lanes.masses.assign(n_masses, 0.0);
+  }
 }
 
 namespace {
@@ -73,7 +85,7 @@ void fill_lane(const Arena& a, const Noise& noise, const LeafBoxes& boxes, const
   // (No pointer is formed into `masses` when it is empty: a model whose splits never narrow a
   // box has no slots.)
   const std::size_t masses_at = static_cast<std::size_t>(v) * static_cast<std::size_t>(lanes.n_slots) * kLanes + l;
-  for (std::size_t leaf = 0; leaf < boxes.leaf_node.size(); ++leaf) {
+  for (std::size_t leaf = 0; leaf < boxes.leaf_node.size() && !lanes.table_masses; ++leaf) {
     // (A feature perturbed by category is never a slot: its entries carry their own numbers.)
     for (std::uint64_t f = boxes.constrained[leaf] & ~boxes.set_features; f != 0; f &= f - 1) {
       const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));

@@ -27,6 +27,12 @@ namespace pairs {
 // vector of rows, so a large block streams little more than a small one.
 std::int64_t block_rows(const Arena& a, const LeafBoxes& boxes, std::int64_t sums_per_row);
 
+// Bytes of slot masses a block may keep: deep forests have millions of leaves and a slot per
+// leaf and feature cut, 64 bytes each for a vector of rows; beyond this the passes compute them
+// from the tables instead (a little slower, same bits), so that no call adds more than about
+// 1 GiB whatever the model.
+inline constexpr std::size_t kMassesBytes = std::size_t{256} << 20;
+
 inline std::uint64_t bit(std::int32_t j) { return std::uint64_t{1} << j; }
 
 // Sums are compensated (Neumaier): the error stays at a few ulps of the result however many
@@ -48,6 +54,10 @@ struct Lanes {
   std::vector<std::int8_t> code;          // [vector][leaf][lane]: see LaneView
   std::vector<double> masses;             // [vector][slot][lane]: leaf interval masses
   std::int64_t n_slots = 0;
+  // Slot masses not kept (they would pass kMassesBytes): the passes compute them from the
+  // tables and the leaves' boxes (LaneView), with the same operations and so the same bits.
+  bool table_masses = false;
+  const LeafBoxes* boxes = nullptr;
 
   const double* at_bound(std::int32_t v, std::int32_t b) const {
     return table.data() + ((static_cast<std::size_t>(v) * n_bounds + b) * 2) * kLanes;
@@ -55,8 +65,23 @@ struct Lanes {
   LaneView view(std::int32_t v) const {
     const std::size_t leaves = static_cast<std::size_t>(v) * static_cast<std::size_t>(n_leaves) * kLanes;
     return LaneView{at_bound(v, 0), weight.data() + leaves, code.data() + leaves,
-                    masses.data() + static_cast<std::size_t>(v) * static_cast<std::size_t>(n_slots) * kLanes,
-                    out.data() + leaves};
+                    table_masses ? nullptr
+                                 : masses.data() + static_cast<std::size_t>(v) * static_cast<std::size_t>(n_slots) * kLanes,
+                    out.data() + leaves, boxes->lo.data(), boxes->hi.data(), boxes->n_features};
+  }
+  // The mass of leaf's interval on feature j (one it cuts, not by category) in lane l of vector v:
+  // the kept slot, or the same operations on the table.
+  double slot_mass(std::int32_t v, std::int32_t l, std::size_t leaf, std::size_t j) const {
+    const std::size_t d = static_cast<std::size_t>(boxes->n_features);
+    if (!table_masses) {
+      const std::size_t at = (static_cast<std::size_t>(v) * static_cast<std::size_t>(n_slots) +
+                              static_cast<std::size_t>(boxes->slot_of[leaf * d + j])) * kLanes + static_cast<std::size_t>(l);
+      return masses[at];
+    }
+    const double* lo = at_bound(v, boxes->lo[leaf * d + j]) + l;
+    const double* hi = at_bound(v, boxes->hi[leaf * d + j]) + l;
+    const double m = (hi[0] - lo[0]) + (hi[kLanes] - lo[kLanes]);
+    return m > 0.0 ? m : 0.0;
   }
 };
 

@@ -154,7 +154,12 @@ struct Entries {
   __attribute__((always_inline)) vd mass_of(const LaneView& lanes, const LeafPair& p, std::int32_t e) const {
     if (e < p.n_slots) {
       const std::uint8_t b = slot[e];
-      const std::int32_t at = slot_first[(b & kSlotOfV) != 0 ? p.v : p.u] + (b & ~kSlotOfV);
+      const std::int32_t leaf = (b & kSlotOfV) != 0 ? p.v : p.u;
+      if (lanes.masses == nullptr) {  // the leaf's own interval, from the tables
+        const std::size_t at = static_cast<std::size_t>(leaf) * static_cast<std::size_t>(lanes.n_features) + feature[e];
+        return mass(lanes, lanes.leaf_lo[at], lanes.leaf_hi[at]);
+      }
+      const std::int32_t at = slot_first[leaf] + (b & ~kSlotOfV);
       return load_d(lanes.masses + static_cast<std::size_t>(at) * kLanes);
     }
     const std::int32_t* c = cut + 2 * (e - p.n_slots);

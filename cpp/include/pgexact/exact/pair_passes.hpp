@@ -79,6 +79,12 @@ struct LaneView {
   const std::int8_t* code;
   const double* masses;  // [slot][lane]: mass of each leaf's interval on each feature it cuts
   const std::uint64_t* out;  // [leaf][lane]: features on which x leaves the leaf's path
+  // Where `masses` is null (a model whose slots would not fit the memory budget), a slot's mass
+  // is computed from the table, with the same operations, from the leaf's own interval:
+  // leaf_lo/leaf_hi [leaf * n_features + feature] (LeafBoxes::lo, hi).
+  const std::int32_t* leaf_lo;
+  const std::int32_t* leaf_hi;
+  std::int32_t n_features;
 };
 
 // The prefixes of one vector of rows: sets[k][lane], the perturbed features of prefix k
