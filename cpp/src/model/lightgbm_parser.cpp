@@ -22,6 +22,7 @@ class Lines {
   explicit Lines(std::string_view text) : text_(text) {}
   bool next(std::string_view* line) {
     if (pos_ >= text_.size()) return false;
+    start_ = pos_;
     std::size_t end = pos_;
     while (end < text_.size() && text_[end] != '\n' && text_[end] != '\r') ++end;
     *line = text_.substr(pos_, end - pos_);
@@ -32,10 +33,13 @@ class Lines {
     return true;
   }
   std::size_t number() const { return number_; }
+  // Byte offset of the line `next` returned last.
+  std::size_t start() const { return start_; }
 
  private:
   std::string_view text_;
   std::size_t pos_ = 0;
+  std::size_t start_ = 0;
   std::size_t number_ = 0;
 };
 
@@ -264,6 +268,7 @@ ModelInput parse_lightgbm_text(std::string_view text, std::int64_t n_iterations,
   bool seen_magic = false;
   bool in_trees = false;
   std::vector<RawTree> raw_trees;
+  std::vector<std::size_t> tree_starts;  // byte offset of each "Tree=" line, then of "end of trees"
   bool ended = false;
   while (lines.next(&line)) {
     const std::string_view s = trim(line);
@@ -274,6 +279,9 @@ ModelInput parse_lightgbm_text(std::string_view text, std::int64_t n_iterations,
       continue;
     }
     if (starts_with(s, "Tree=")) {
+      // LightGBM finds a tree by its line starting "Tree=" (and, with tree_sizes, by offset)
+      if (!starts_with(line, "Tree=")) fail("line " + std::to_string(lines.number()) + " has blanks before 'Tree='");
+      tree_starts.push_back(lines.start());
       in_trees = true;
       const std::int64_t k = parse_int(s.substr(5), "tree header");
       if (k != static_cast<std::int64_t>(raw_trees.size())) {
@@ -284,6 +292,7 @@ ModelInput parse_lightgbm_text(std::string_view text, std::int64_t n_iterations,
       continue;
     }
     if (s == "end of trees") {
+      tree_starts.push_back(lines.start());
       ended = true;
       break;
     }
@@ -318,6 +327,12 @@ ModelInput parse_lightgbm_text(std::string_view text, std::int64_t n_iterations,
   std::int64_t per_iteration = num_class;
   if (header.count("num_tree_per_iteration") != 0) per_iteration = int_field(header, "num_tree_per_iteration", "header");
   if (per_iteration < 1 || per_iteration > 1000000) fail("num_tree_per_iteration is out of range");
+  if (per_iteration != num_class) {
+    // LightGBM writes both equal; its predict gives num_class columns from
+    // num_tree_per_iteration trees per round, so a file where they differ is read inconsistently.
+    fail("num_class=" + std::to_string(num_class) + " but num_tree_per_iteration=" + std::to_string(per_iteration) +
+         "; LightGBM writes them equal (re-save the model with LightGBM)");
+  }
   const std::int64_t max_feature_idx = int_field(header, "max_feature_idx", "header");
   if (max_feature_idx < 0 || max_feature_idx >= kMaxFeatures) fail("max_feature_idx is out of range");
   const auto n_features = static_cast<std::int32_t>(max_feature_idx + 1);
@@ -341,10 +356,22 @@ ModelInput parse_lightgbm_text(std::string_view text, std::int64_t n_iterations,
     }
   }
   if (const auto it = header.find("tree_sizes"); it != header.end()) {
-    const std::size_t listed = split_spaces(it->second).size();
+    const auto sizes = split_spaces(it->second);
+    const std::size_t listed = sizes.size();
     if (listed != raw_trees.size()) {
       fail("tree_sizes lists " + std::to_string(listed) + " trees but the text has " + std::to_string(raw_trees.size()) +
            " (truncated file?)");
+    }
+    // LightGBM reads tree i at the first tree's offset plus the sizes before it (and aborts, or
+    // reads another tree, when that is not where tree i starts): each size must be its tree's
+    // byte length, as LightGBM writes it.
+    for (std::size_t i = 0; i < listed; ++i) {
+      const std::int64_t size = parse_int(sizes[i], "header.tree_sizes");
+      const std::size_t actual = tree_starts[i + 1] - tree_starts[i];
+      if (size < 0 || static_cast<std::size_t>(size) != actual) {
+        fail("tree_sizes gives Tree=" + std::to_string(i) + " " + std::string(shorten(sizes[i])) + " bytes, the text has " +
+             std::to_string(actual) + " (LightGBM finds its trees by these sizes; re-save the model with LightGBM)");
+      }
     }
   }
   const auto K = static_cast<std::size_t>(per_iteration);
