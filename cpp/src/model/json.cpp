@@ -362,7 +362,7 @@ class UbjParser {
     need(n);
     const std::size_t bad = first_invalid_utf8(s_.substr(pos_, n));
     if (bad != std::string_view::npos) {
-      fail_at(pos_ + bad, "invalid UTF-8 in a string (UBJSON strings are UTF-8; re-save the model with its library)");
+      fail_at(pos_ + bad, "a string is not valid UTF-8 (UBJSON strings are UTF-8; re-save the model with its library)");
     }
     std::string out(s_.substr(pos_, n));
     pos_ += n;
@@ -522,7 +522,7 @@ JsonValue parse_json(std::string_view text) {
   // libraries' readers take in ways of their own (CatBoost's crashes on some): refuse it.
   const std::size_t bad = first_invalid_utf8(text);
   if (bad != std::string_view::npos) {
-    fail_at(bad, "invalid UTF-8 (a JSON model file must be UTF-8; re-save the model with its library)");
+    fail_at(bad, "the text is not valid UTF-8 (a JSON model file must be UTF-8; re-save the model with its library)");
   }
   return TextParser(text).parse_document();
 }

@@ -107,6 +107,7 @@ void refuse_float32_overflow(const ModelInput& input) {
     for (std::size_t n = 0; n < tree.value.size(); ++n) {
       if (tree.left[n] == -1) largest = std::max(largest, std::fabs(static_cast<float>(tree.value[n])));
     }
+    if (!std::isfinite(largest) || !std::isfinite(tree.weight)) return;  // refused by name when the arena is built
     const float term = static_cast<float>(largest * std::fabs(static_cast<float>(tree.weight)));
     float& b = bound[static_cast<std::size_t>(tree.output)];
     b = b + term;
