@@ -517,6 +517,27 @@ std::size_t first_invalid_utf8(std::string_view s) {
   return std::string_view::npos;
 }
 
+std::string printable_utf8(const std::string& s) {
+  std::string_view rest(s);
+  if (first_invalid_utf8(rest) == std::string_view::npos) return s;
+  std::string out;
+  while (!rest.empty()) {
+    const std::size_t bad = first_invalid_utf8(rest);
+    if (bad == std::string_view::npos) {
+      out.append(rest);
+      break;
+    }
+    out.append(rest.substr(0, bad));
+    static const char* kHex = "0123456789abcdef";
+    const auto b = static_cast<unsigned char>(rest[bad]);
+    out += "\\x";
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+    rest.remove_prefix(bad + 1);
+  }
+  return out;
+}
+
 JsonValue parse_json(std::string_view text) {
   // JSON is UTF-8 (RFC 8259); a stray byte in a key or a value is a corrupted file, which the
   // libraries' readers take in ways of their own (CatBoost's crashes on some): refuse it.
