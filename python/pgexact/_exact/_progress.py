@@ -23,7 +23,7 @@ import warnings
 from types import TracebackType
 from typing import Any, Callable, Optional, Type
 
-from ._optional import optional
+from .._optional import optional
 
 __all__ = ["PerformanceWarning", "Progress", "WARN_SECONDS", "check_progress"]
 
