@@ -52,7 +52,7 @@ def finite_list(a: np.ndarray):
 # ----------------------------------------------------------------------------- pgexact
 def pgexact_side(path: str, kind: str):
     import pgexact
-    from pgexact._adapters import load_outputs
+    from pgexact._models._adapters import load_outputs
 
     ensembles = load_outputs(path, "all")
     d = ensembles[0].n_features
