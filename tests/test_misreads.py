@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -304,3 +305,130 @@ def test_lightgbm_tree_sizes_as_written_read(tmp_path):
     path = _write(tmp_path, "m.txt", text)
     ref = lightgbm.Booster(model_file=path).predict(X[:20], raw_score=True)
     np.testing.assert_array_equal(pgexact.load(path).predict(X[:20]), ref)
+
+
+# ----------------------------------------------------------------------------- DataFrames
+def _named_xgb():
+    X, y = _data(7)
+    booster = xgb.train(dict(max_depth=2, nthread=1), xgb.DMatrix(X, label=y, feature_names=["f0", "f1", "f2"]),
+                        num_boost_round=2)
+    return booster, X
+
+
+def test_dataframe_with_an_extra_repeated_column_refused():
+    import pandas as pd
+
+    booster, X = _named_xgb()
+    frame = pd.DataFrame(np.c_[X[:5], X[:5, 1]], columns=["f0", "f1", "f2", "f0"])
+    with pytest.raises(Exception):  # XGBoost refuses such a frame  # noqa: B017
+        xgb.DMatrix(frame)
+    with pytest.raises(ValueError, match=r"^X: DataFrame column 'f0' appears twice \(columns 0 and 3\)"):
+        pgexact.load(booster).predict(frame)
+    with pytest.raises(ValueError, match=r"^X: DataFrame column 'f0' appears twice"):
+        pgexact.pg2(booster, frame, [0])
+
+
+def test_dataframe_repeated_name_standing_in_for_a_missing_one_named():
+    import pandas as pd
+
+    booster, X = _named_xgb()
+    frame = pd.DataFrame(X[:5], columns=["f0", "f0", "f2"])
+    with pytest.raises(ValueError, match=r"^X: DataFrame column 'f0' appears twice") as info:
+        pgexact.load(booster).predict(frame)
+    assert "missing" not in str(info.value)
+
+
+def test_dataframe_unique_columns_in_any_order_still_read():
+    import pandas as pd
+
+    booster, X = _named_xgb()
+    frame = pd.DataFrame(X[:5, ::-1], columns=["f2", "f1", "f0"])
+    np.testing.assert_array_equal(pgexact.load(booster).predict(frame), pgexact.load(booster).predict(X[:5]))
+
+
+# ----------------------------------------------------------------------------- HistGradientBoosting
+def _hgb_models():
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 4))
+    X[:, 1] = rng.integers(0, 6, 400)
+    X[:, 3] = rng.choice([2, 5, 9, 11], 400)
+    y = X[:, 0] + 2.0 * np.isin(X[:, 1], [1, 3]) + (X[:, 3] == 5)
+    reg = HistGradientBoostingRegressor(max_iter=3, max_depth=3, categorical_features=[1, 3], random_state=0)
+    clf = HistGradientBoostingClassifier(max_iter=2, max_depth=3, categorical_features=[1, 3], random_state=0)
+    rows = np.c_[rng.normal(size=(20, 1)), np.r_[np.arange(-1, 8), [np.nan, 2.5], rng.integers(0, 6, 9)],
+                 rng.normal(size=(20, 1)), np.r_[[2, 5, 9, 11, 0, 3, np.nan, -1, 12, 5], rng.choice([2, 5, 9, 11], 10)]]
+    return [reg.fit(X, y), clf.fit(X, np.digitize(y, [0.0, 1.5]))], rows
+
+
+def _hgb_raw(model, X):
+    return np.asarray(model._raw_predict(X), dtype=np.float64).reshape(len(X), -1)
+
+
+def _all_outputs(model):
+    from pgexact._models._adapters import load_outputs
+
+    return load_outputs(model, "all")
+
+
+def test_hgb_numeric_split_on_a_categorical_column_routes_as_sklearn():
+    import copy
+
+    models, X = _hgb_models()
+    model = copy.deepcopy(models[0])
+    nodes = model._predictors[0][0].nodes
+    node = next(v for v in range(len(nodes)) if nodes["is_categorical"][v] and not nodes["is_leaf"][v])
+    nodes["is_categorical"][node] = False
+    nodes["num_threshold"][node] = 1.5  # codes 0, 1 go left; an unknown value (-1, 6, 2.5) the missing way
+    ours = np.array([e.predict(X) for e in _all_outputs(model)]).T
+    np.testing.assert_allclose(ours, _hgb_raw(model, X), rtol=1e-12, atol=1e-12)
+
+
+def test_hgb_corrupted_models_refused_by_name_or_read_as_sklearn():
+    """Seeded edits of node fields and category bitsets: each model is refused with a ValueError
+    starting 'model:' (never a bare KeyError / IndexError) or predicts as scikit-learn does."""
+    import copy
+
+    models, X = _hgb_models()
+    rng = random.Random(27)
+    loaded = refused = 0
+    for t in range(240):
+        model = copy.deepcopy(models[t % 2])
+        fields = set()
+        for _ in range(rng.randint(1, 2)):
+            predictor = rng.choice(rng.choice(model._predictors))
+            nodes = predictor.nodes
+            field = rng.choice(["feature_idx", "bitset_idx", "is_categorical", "num_threshold", "missing_go_to_left",
+                                "left", "right", "is_leaf"])
+            fields.add(field)
+            try:
+                nodes[field][rng.randrange(len(nodes))] = rng.choice([0, 1, 2, 3, 4, -1, 7, 100, 255])
+            except (OverflowError, ValueError):  # -1 in an unsigned field
+                nodes[field][rng.randrange(len(nodes))] = np.iinfo(nodes.dtype[field]).max
+            if rng.random() < 0.2 and len(predictor.raw_left_cat_bitsets):
+                predictor.raw_left_cat_bitsets[rng.randrange(len(predictor.raw_left_cat_bitsets))][rng.randrange(8)] = \
+                    rng.getrandbits(32)
+        try:
+            outputs = _all_outputs(model)
+        except ValueError as exc:
+            assert str(exc).startswith("model:"), exc
+            refused += 1
+            continue
+        loaded += 1
+        if fields & {"left", "right", "is_leaf", "bitset_idx"}:
+            continue  # scikit-learn's own predict does not check these: it may read out of bounds
+        ours = np.array([e.predict(X) for e in outputs]).T
+        np.testing.assert_allclose(ours, _hgb_raw(model, X), rtol=1e-12, atol=1e-12, err_msg=f"mutant {t}")
+    assert loaded > 50 and refused > 20
+
+
+# ----------------------------------------------------------------------------- Monte Carlo seed
+@pytest.mark.parametrize("seed,error", [(-1, ValueError), (np.int64(-3), ValueError), (1.5, TypeError),
+                                        ("a", TypeError), (True, TypeError)])
+def test_mc_seed_named(seed, error):
+    import pgexact.mc
+
+    booster, X = _named_xgb()
+    with pytest.raises(error, match=r"^seed: expected None or a non-negative integer"):
+        pgexact.mc.pgi2(booster, X[:2], ranking=[0, 1, 2], seed=seed, n_samples=10)
