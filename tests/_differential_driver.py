@@ -110,7 +110,11 @@ def catboost_side(path: str):
 
     model = catboost.CatBoost()
     model.load_model(path, format="json")
-    d = len(model.feature_names_ or [])
+    # CatBoost reads float feature k from column flat_feature_index (its feature count is the
+    # number of features, which a gap in those indices makes smaller than the columns it reads)
+    with open(path, "rb") as fh:
+        floats = json.loads(fh.read())["features_info"].get("float_features") or []
+    d = max([len(model.feature_names_ or [])] + [int(f["flat_feature_index"]) + 1 for f in floats])
     X = rows(d)
     pred = np.asarray(model.predict(X, prediction_type="RawFormulaVal", thread_count=1), dtype=np.float64)
     pred = pred.reshape(len(X), -1).T

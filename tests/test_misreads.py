@@ -432,3 +432,14 @@ def test_mc_seed_named(seed, error):
     booster, X = _named_xgb()
     with pytest.raises(error, match=r"^seed: expected None or a non-negative integer"):
         pgexact.mc.pgi2(booster, X[:2], ranking=[0, 1, 2], seed=seed, n_samples=10)
+
+
+@pytest.mark.parametrize("token", ["1e999", "-1e999", "1e-400"])
+def test_catboost_number_beyond_double_range_refused(tmp_path, token):
+    """CatBoost never writes one; its reader goes astray on one even in a field pgexact does
+    not use (a 1e999 leaf weight makes it read one tree of 4 outputs)."""
+    raw, X = _cb_json(tmp_path)
+    doc = json.loads(raw)
+    doc["oblivious_trees"][0]["leaf_weights"] = 1234.5
+    path = _write(tmp_path, "m.json", json.dumps(doc).replace("1234.5", token, 1))
+    _refused(path, "beyond the double range")

@@ -413,7 +413,9 @@ void check_class_params(const JsonValue& doc, std::size_t dim) {
 
 ModelInput parse_catboost_json(std::string_view text, std::int64_t n_trees, CatBoostModelInfo* info) {
   if (text.empty()) fail("empty input");
-  const JsonValue doc = parse_json(text);
+  std::size_t out_of_range = std::string_view::npos;
+  const JsonValue doc = parse_json(text, &out_of_range);
+
   if (!doc.is_object()) fail("the document is not a JSON object");
   const JsonValue& features = member(doc, "features_info", "model");
   refuse_non_float_features(doc, features);
@@ -495,6 +497,20 @@ ModelInput parse_catboost_json(std::string_view text, std::int64_t n_trees, CatB
       t.output = static_cast<std::int32_t>(o);
       t.weight = meta.scale;
       input.trees.push_back(std::move(t));
+    }
+  }
+  if (out_of_range != std::string_view::npos) {
+    // CatBoost never writes a number beyond the double range, and its reader goes astray on one
+    // in any field (it then reads other trees, outputs, scale and bias): refuse rather than
+    // guess. (An infinite leaf, scale or bias is refused by name when the arena is built.)
+    bool named_later = !std::isfinite(meta.scale);
+    for (double b : meta.bias) named_later = named_later || !std::isfinite(b);
+    for (const TreeInput& t : input.trees) {
+      for (double v : t.value) named_later = named_later || !std::isfinite(v);
+    }
+    if (!named_later) {
+      fail("the number at byte " + std::to_string(out_of_range) +
+           " is beyond the double range, which CatBoost's JSON reader does not read as a number");
     }
   }
   if (info != nullptr) *info = std::move(meta);

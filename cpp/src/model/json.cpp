@@ -102,6 +102,8 @@ void append(JsonValue& array, JsonValue&& v) {
 class TextParser {
  public:
   explicit TextParser(std::string_view s) : s_(s) {}
+  // Byte offset of the first number beyond double range (npos: none).
+  std::size_t first_out_of_range() const { return first_out_of_range_; }
 
   JsonValue parse_document() {
     JsonValue v = parse_value(0);
@@ -113,6 +115,7 @@ class TextParser {
  private:
   std::string_view s_;
   std::size_t pos_ = 0;
+  std::size_t first_out_of_range_ = std::string_view::npos;
 
   void skip_ws() {
     while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) ++pos_;
@@ -205,6 +208,7 @@ class TextParser {
       fail_at(start, "malformed number");
     }
     if (res.ec == std::errc::result_out_of_range) {
+      if (first_out_of_range_ == std::string_view::npos) first_out_of_range_ = start;
       // Beyond double range: a huge magnitude overflows to +-inf (the model validation rejects
       // non-finite values later), a tiny one underflows to a signed zero.
       const bool negative = *first == '-';
@@ -538,14 +542,17 @@ std::string printable_utf8(const std::string& s) {
   return out;
 }
 
-JsonValue parse_json(std::string_view text) {
+JsonValue parse_json(std::string_view text, std::size_t* first_out_of_range) {
   // JSON is UTF-8 (RFC 8259); a stray byte in a key or a value is a corrupted file, which the
   // libraries' readers take in ways of their own (CatBoost's crashes on some): refuse it.
   const std::size_t bad = first_invalid_utf8(text);
   if (bad != std::string_view::npos) {
     fail_at(bad, "the text is not valid UTF-8 (a JSON model file must be UTF-8; re-save the model with its library)");
   }
-  return TextParser(text).parse_document();
+  TextParser parser(text);
+  JsonValue doc = parser.parse_document();
+  if (first_out_of_range != nullptr) *first_out_of_range = parser.first_out_of_range();
+  return doc;
 }
 
 JsonValue parse_ubjson(std::string_view bytes) { return UbjParser(bytes).parse_document(); }

@@ -38,8 +38,9 @@ class JsonValue {
 };
 
 // Parses text JSON, which must be valid UTF-8. Throws ModelError with the byte offset on
-// malformed input.
-JsonValue parse_json(std::string_view text);
+// malformed input. A number beyond double range reads as +-inf or a signed zero; the offset of
+// the first such number is stored in `first_out_of_range` when given (npos: none).
+JsonValue parse_json(std::string_view text, std::size_t* first_out_of_range = nullptr);
 
 // Parses Universal Binary JSON as written by XGBoost (`.ubj`, `save_raw("ubj")`).
 JsonValue parse_ubjson(std::string_view bytes);
