@@ -367,8 +367,10 @@ def _hgb_raw(model, X):
 
 
 def _all_outputs(model):
-    from pgexact._models._adapters import load_outputs
-
+    try:
+        from pgexact._models._adapters import load_outputs
+    except ImportError:  # before the modules moved (issue 26)
+        from pgexact._adapters import load_outputs
     return load_outputs(model, "all")
 
 
