@@ -112,6 +112,25 @@ def test_xgboost_large_leaves_that_cannot_overflow_still_read(tmp_path):
     np.testing.assert_allclose(ours, ref, rtol=1e-6)
 
 
+@pytest.mark.parametrize("where,token", [("base_score", "18446744073709551616"),
+                                         ("base_score", "[9223372036854775808]"),
+                                         ("split_conditions", "18446744073709551616"),
+                                         ("split_conditions", "9007199254740993")])
+def test_xgboost_integer_beyond_2_53_refused(tmp_path, where, token):
+    """XGBoost reads an integer token as an int64 (base_score '18446744073709551616' reads as 0):
+    refused rather than guessed."""
+    X, y = _data(8)
+    booster = xgb.train(dict(max_depth=2, nthread=1), xgb.DMatrix(X, label=y), num_boost_round=2)
+    doc = json.loads(bytes(booster.save_raw(raw_format="json")))
+    if where == "base_score":
+        doc["learner"]["learner_model_param"]["base_score"] = token
+        text = json.dumps(doc)
+    else:
+        doc["learner"]["gradient_booster"]["model"]["trees"][0]["split_conditions"][-1] = 1234.5
+        text = json.dumps(doc).replace("1234.5", token, 1)
+    _refused(_write(tmp_path, "m.json", text), where, "2^53")
+
+
 def test_xgboost_invalid_utf8_refused(tmp_path):
     X, y = _data(2)
     booster = xgb.train(dict(max_depth=2, nthread=1), xgb.DMatrix(X, label=y, feature_names=["a", "bb", "c"]),

@@ -392,6 +392,7 @@ class UbjParser {
         if (!is_numeric_marker(marker)) fail_at(pos_ - 1, "unknown type marker");
         v.type = JsonValue::Type::Number;
         v.number = read_number(marker, &v.is_integer);
+        v.inexact_integer = v.is_integer && std::fabs(v.number) > 9007199254740992.0;
         return v;
     }
   }
@@ -427,7 +428,10 @@ class UbjParser {
         need(static_cast<std::size_t>(count));
         v.numbers.reserve(static_cast<std::size_t>(count));
         bool integer = true;
-        for (std::int64_t k = 0; k < count; ++k) v.numbers.push_back(read_number(type, &integer));
+        for (std::int64_t k = 0; k < count; ++k) {
+          v.numbers.push_back(read_number(type, &integer));
+          if (integer && std::fabs(v.numbers.back()) > 9007199254740992.0) v.inexact_integer = true;
+        }
         return;
       }
       for (std::int64_t k = 0; k < count; ++k) append(v, parse_value(type != 0 ? type : next(), depth + 1));

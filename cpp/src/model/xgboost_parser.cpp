@@ -22,6 +22,12 @@ const std::vector<double>& numbers(const JsonValue& obj, std::string_view key, s
                                    std::size_t expected) {
   const JsonValue& v = member(obj, key, path);
   if (!v.is_array() || !v.items.empty()) fail(std::string(path) + "." + std::string(key) + " is not a numeric array");
+  if (v.inexact_integer) {
+    // XGBoost writes its floats with an exponent; its reader keeps an integer token as an int64
+    // (wrapping past 2^63) and rounds it to float32 from there: refuse rather than guess.
+    fail(std::string(path) + "." + std::string(key) + " holds an integer beyond 2^53, which XGBoost's reader "
+         "does not read as its value (re-save the model with XGBoost)");
+  }
   if (expected != SIZE_MAX && v.numbers.size() != expected) {
     fail(std::string(path) + "." + std::string(key) + " has " + std::to_string(v.numbers.size()) +
          " entries, expected " + std::to_string(expected));
@@ -59,6 +65,18 @@ std::vector<double> parse_float_list(std::string s) {
     const char* first = s.data() + pos;
     const char* last = s.data() + end;
     while (first < last && *first == ' ') ++first;
+    // XGBoost reads an integer ("16777217") as an int64, wrapping past 2^63 ("18446744073709551616"
+    // reads as 0): beyond 2^53 it is refused rather than guessed.
+    const bool integer = first < last && std::all_of(first + (*first == '-' ? 1 : 0), last,
+                                                     [](char c) { return c >= '0' && c <= '9'; });
+    if (integer && last - first > 15) {
+      std::int64_t i = 0;
+      const auto r = std::from_chars(first, last, i);
+      if (r.ec != std::errc() || i > (std::int64_t{1} << 53) || i < -(std::int64_t{1} << 53)) {
+        fail("base_score '" + s.substr(0, 60) + "' holds an integer beyond 2^53, which XGBoost's reader does not "
+             "read as its value (re-save the model with XGBoost)");
+      }
+    }
     const auto res = std::from_chars(first, last, d);
     if (res.ec != std::errc() || res.ptr != last) fail("base_score '" + s + "' is malformed");
     out.push_back(static_cast<double>(to_float32(d)));

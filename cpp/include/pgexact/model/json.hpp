@@ -20,7 +20,8 @@ class JsonValue {
   double number = 0.0;                                     // Number, Bool (0 / 1)
   bool is_integer = false;                                  // Number written without . or e
   // An integer token beyond 2^53 in magnitude (a Number), or an array directly holding one:
-  // CatBoost's reader keeps such tokens as 64-bit integers and does not read them as doubles.
+  // CatBoost's and XGBoost's readers keep such tokens as 64-bit integers and do not read them
+  // as doubles.
   bool inexact_integer = false;
   std::string string;                                       // String
   std::vector<double> numbers;                              // Array of numbers (packed)
