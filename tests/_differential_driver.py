@@ -52,7 +52,10 @@ def finite_list(a: np.ndarray):
 # ----------------------------------------------------------------------------- pgexact
 def pgexact_side(path: str, kind: str):
     import pgexact
-    from pgexact._models._adapters import load_outputs
+    try:
+        from pgexact._models._adapters import load_outputs
+    except ImportError:  # before the modules moved (issue 26)
+        from pgexact._adapters import load_outputs
 
     ensembles = load_outputs(path, "all")
     d = ensembles[0].n_features
