@@ -305,6 +305,11 @@ ModelInput parse_xgboost_json(std::string_view bytes, std::int64_t n_iterations,
     fail("feature_names has " + std::to_string(meta.feature_names.size()) + " entries, num_feature is " +
          std::to_string(num_feature));
   }
+  if (!meta.feature_types.empty() && meta.feature_types.size() != static_cast<std::size_t>(num_feature)) {
+    // XGBoost refuses to predict with such a model (one type per column)
+    fail("feature_types has " + std::to_string(meta.feature_types.size()) + " entries, num_feature is " +
+         std::to_string(num_feature));
+  }
   {
     // XGBoost itself refuses repeated names; columns could not be matched by name with them.
     std::vector<std::string_view> sorted(meta.feature_names.begin(), meta.feature_names.end());
