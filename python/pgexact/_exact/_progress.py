@@ -21,9 +21,10 @@ import sys
 import time
 import warnings
 from types import TracebackType
-from typing import Any, Callable, Optional, Type
+from typing import Any, Callable, Optional, Tuple, Type
 
 from .._optional import optional
+from .._warnings import user_stacklevel
 
 __all__ = ["PerformanceWarning", "Progress", "WARN_SECONDS", "check_progress"]
 
@@ -33,16 +34,6 @@ WARN_SECONDS = 60.0
 BAR_SECONDS = 2.0
 #: and only after the call has run this long (so that the projection means something)
 SETTLE_SECONDS = 0.5
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` of the first frame outside pgexact: the user's call."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("pgexact"):
-        frame = frame.f_back  # type: ignore[assignment]
-        level += 1
-    return level
 
 
 class PerformanceWarning(UserWarning):
@@ -83,6 +74,7 @@ class Progress:
         self._stage = -1
         self._fraction = 0.0  # of the current stage
         self._start = time.perf_counter()
+        self._first_work: Optional[Tuple[float, float]] = None  # (seconds, fraction) at first progress
         self._bar: Any = None
         self._warned = not warn
         if self.mode:
@@ -110,9 +102,24 @@ class Progress:
         return (max(self._stage, 0) + self._fraction) / self.stages
 
     def projected_seconds(self) -> Optional[float]:
-        """Projected wall-clock seconds of the whole call, None before any work is done."""
+        """Projected wall-clock seconds of the whole call, None before any work is done.
+
+        Time so far plus the work left at the rate seen since the first report of progress,
+        as :func:`pgexact.estimate` does: a kernel's set-up (leaf boxes, per-row tables) comes
+        before its first unit of work, and dividing the elapsed time by the fraction done would
+        count it again for every unit (an hour projected for a call of minutes on a deep
+        forest). Before a second report: elapsed / fraction, which overstates.
+        """
+        now = time.perf_counter() - self._start
         f = self.fraction()
-        return (time.perf_counter() - self._start) / f if f > 0 else None
+        if f <= 0:
+            return None
+        if self._first_work is None:
+            self._first_work = (now, f)
+        t0, f0 = self._first_work
+        if f > f0 and now > t0:
+            return now + (1.0 - f) * (now - t0) / (f - f0)
+        return now / f
 
     def _refresh(self) -> None:
         elapsed = time.perf_counter() - self._start
@@ -126,7 +133,7 @@ class Progress:
                         f"{projected:.0f} s (pgexact.estimate gives the same projection before a "
                         f"call). To speed it up: more threads (n_jobs), fewer rows, pgexact.dask "
                         f"to spread rows over workers, or a Monte Carlo estimate (pgexact.mc).",
-                        PerformanceWarning, stacklevel=_user_stacklevel())
+                        PerformanceWarning, stacklevel=user_stacklevel())
                 if self._bar is None and self.mode is None and projected > BAR_SECONDS:
                     self._open()
         if self._bar is not None:
