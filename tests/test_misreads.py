@@ -82,6 +82,19 @@ def test_xgboost_split_type_refused_in_ubjson(tmp_path):
     _refused(_write(tmp_path, "m.ubj", bytes(raw)), "split_type")
 
 
+@pytest.mark.parametrize("enc", [5, 1.5, [5], [{"values": 3}], [{"values": [97], "offsets": 7}]])
+def test_xgboost_malformed_category_encoding_refused(tmp_path, enc):
+    booster, _ = _xgb_categorical()
+    doc = json.loads(bytes(booster.save_raw(raw_format="json")))
+    cats = doc["learner"]["gradient_booster"]["model"].setdefault("cats", {})
+    cats["enc"] = enc
+    path = _write(tmp_path, "m.json", json.dumps(doc))
+    try:
+        pgexact.load(path)
+    except ValueError as exc:
+        assert str(exc).startswith("model:"), exc
+
+
 def _xgb_with_leaves(tmp_path, leaf):
     """Three depth-1 trees whose leaves are all +-leaf (alternating signs per side)."""
     X, y = _data(1)
