@@ -145,6 +145,18 @@ def _check_n_samples(n_samples: Any) -> int:
     return int(n_samples)
 
 
+def _check_seed(seed: Any) -> Optional[int]:
+    """None or a non-negative integer, as ``numpy.random.default_rng`` takes it."""
+    if seed is None:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed: expected None or a non-negative integer, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed: expected None or a non-negative integer, got {seed}; pass e.g. seed=0, "
+                         "or seed=None for fresh draws")
+    return int(seed)
+
+
 def _as_ranking(ranking: Optional[ArrayLike], attributions: Optional[ArrayLike], n: int,
                 d: int, order: ColumnOrder) -> Optional[np.ndarray]:
     """(n, d) or (1, d) int64 ranking of the model's indices, or None when neither is given.
@@ -289,6 +301,7 @@ class _Setup(NamedTuple):
 def _setup(model: ModelLike, X: ArrayLike, sigma: SigmaLike, noise: NoiseLike, n_samples: int,
            seed: Optional[int], output: Optional[int], n_jobs: Optional[int],
            progress: Optional[bool] = None) -> _Setup:
+    seed = _check_seed(seed)
     model, X = unwrap(model, X)  # a Pipeline: its final model on the transformed rows
     target = _resolve(model, output, n_jobs)
     A, order = as_matrix_ordered(X, target)

@@ -37,9 +37,20 @@ std::int64_t index_member(const JsonValue& obj, std::string_view key, const std:
   return static_cast<std::int64_t>(v.number);
 }
 
+// CatBoost's JSON reader keeps an integer token (no '.' or exponent) as a 64-bit integer and
+// reads one beyond 2^53 (that fits 64 bits) as 0 where it wants a double: refuse rather than
+// guess. (CatBoost writes such integers in model_info, which pgexact does not read.)
+void exact_number(const JsonValue& v, const std::string& what) {
+  if (v.inexact_integer) {
+    fail(what + " holds an integer beyond 2^53, which CatBoost's JSON reader does not read as its "
+         "value; write it as a decimal (e.g. with '.0')");
+  }
+}
+
 const std::vector<double>& numbers(const JsonValue& obj, std::string_view key, const std::string& path) {
   const JsonValue& v = member(obj, key, path);
   if (!v.is_array() || !v.items.empty()) fail(path + "." + std::string(key) + " is not a numeric array");
+  exact_number(v, path + "." + std::string(key));
   return v.numbers;
 }
 
@@ -325,6 +336,7 @@ VectorTree nested_tree(const JsonValue& root, const std::vector<FloatFeature>& f
       continue;
     }
     const JsonValue& v = member(*node, "value", path + " leaf");
+    exact_number(v, path + " leaf value");
     if (v.type == JsonValue::Type::Number && dim == 1) {
       t.values[id] = v.number;
     } else if (v.is_array() && v.items.empty() && v.numbers.size() == dim) {
@@ -352,11 +364,58 @@ std::size_t infer_dim(const JsonValue& doc) {
   return 1;
 }
 
+// CatBoost's predict maps a model's outputs through model_info.class_params: output k of the
+// trees becomes column class_to_label[k] of max(classes_count, len(class_names)) columns, the
+// others -inf (and a binary model with more than two class_names is refused at predict). The
+// files CatBoost writes from a fit on the trees' classes hold the identity there; anything else
+// (more class names than outputs, a permutation, a classes_count beyond the outputs) is refused
+// rather than mapped.
+void check_class_params(const JsonValue& doc, std::size_t dim) {
+  const JsonValue* info = doc.find("model_info");
+  const JsonValue* cp = info != nullptr && info->is_object() ? info->find("class_params") : nullptr;
+  if (cp == nullptr) return;
+  if (!cp->is_object()) fail("model_info.class_params is not an object");
+  const std::string outputs = std::to_string(dim) + " output" + (dim == 1 ? "" : "s");
+  const JsonValue* names = cp->find("class_names");
+  const std::size_t n_names = names == nullptr || names->type == JsonValue::Type::Null ? 0 : names->size();
+  if (names != nullptr && names->type != JsonValue::Type::Null && !names->is_array()) {
+    fail("model_info.class_params.class_names is not a list");
+  }
+  if (dim == 1) {
+    if (n_names > 2) {
+      fail("model_info.class_params.class_names lists " + std::to_string(n_names) +
+           " classes for trees with 1 output (CatBoost itself refuses to predict with it)");
+    }
+    return;
+  }
+  if (n_names != 0 && n_names != dim) {
+    fail("model_info.class_params.class_names lists " + std::to_string(n_names) + " classes but the trees have " +
+         outputs + "; CatBoost would predict " + (n_names > dim ? "-inf for the classes without one" : "only some of them") +
+         ", so pgexact refuses the model (fit it on data with every class, or without class_names)");
+  }
+  if (const JsonValue* count = cp->find("classes_count")) {
+    if (count->type != JsonValue::Type::Number || !(count->number == 0.0 || count->number == static_cast<double>(dim))) {
+      fail("model_info.class_params.classes_count is not 0 or the trees' " + outputs +
+           " (CatBoost would predict -inf for the classes without an output)");
+    }
+  }
+  const JsonValue* map = cp->find("class_to_label");
+  bool identity = map != nullptr && map->is_array() && map->items.empty() && map->numbers.size() == dim;
+  for (std::size_t k = 0; identity && k < dim; ++k) identity = map->numbers[k] == static_cast<double>(k);
+  if (!identity) {
+    fail("model_info.class_params.class_to_label is not [0, 1, ..., " + std::to_string(dim - 1) +
+         "]; CatBoost reorders or drops its outputs by it, and pgexact refuses rather than guess "
+         "(re-save the model with CatBoost)");
+  }
+}
+
 }  // namespace
 
 ModelInput parse_catboost_json(std::string_view text, std::int64_t n_trees, CatBoostModelInfo* info) {
   if (text.empty()) fail("empty input");
-  const JsonValue doc = parse_json(text);
+  std::size_t out_of_range = std::string_view::npos;
+  const JsonValue doc = parse_json(text, &out_of_range);
+
   if (!doc.is_object()) fail("the document is not a JSON object");
   const JsonValue& features = member(doc, "features_info", "model");
   refuse_non_float_features(doc, features);
@@ -382,14 +441,19 @@ ModelInput parse_catboost_json(std::string_view text, std::int64_t n_trees, CatB
   if (const JsonValue* sb = doc.find("scale_and_bias")) {
     if (!sb->is_array() || sb->size() != 2) fail("scale_and_bias is not [scale, [bias, ...]]");
     const JsonValue* bias = nullptr;
-    if (sb->items.empty()) {  // [scale, bias] both numbers (a packed array)
-      meta.scale = sb->numbers[0];
-      meta.bias = {sb->numbers[1]};
+    if (sb->items.empty()) {
+      // [scale, bias] both numbers: CatBoost writes [scale, [bias, ...]] and its reader ignores
+      // a bare number there (it predicts without the bias): refuse rather than guess.
+      fail("scale_and_bias: the bias is the number " + shortest(sb->numbers[1]) +
+           ", not a list; CatBoost writes [scale, [bias, ...]] and its reader ignores a bare number "
+           "(re-save the model with CatBoost)");
     } else {
       if (sb->items[0].type != JsonValue::Type::Number) fail("scale_and_bias: scale is not a number");
+      exact_number(sb->items[0], "scale_and_bias");
       meta.scale = sb->items[0].number;
       bias = &sb->items[1];
       if (!bias->is_array() || !bias->items.empty()) fail("scale_and_bias: bias is not a list of numbers");
+      exact_number(*bias, "scale_and_bias");
       meta.bias = bias->numbers;
     }
     if (!std::isfinite(meta.scale)) fail("scale is not finite");
@@ -400,6 +464,7 @@ ModelInput parse_catboost_json(std::string_view text, std::int64_t n_trees, CatB
     meta.bias.assign(dim, 0.0);
   }
   if (dim > 1000000) fail("too many outputs");
+  check_class_params(doc, dim);
   meta.n_outputs = static_cast<std::int32_t>(dim);
   meta.n_trees = static_cast<std::int64_t>(trees.size());
 
@@ -432,6 +497,20 @@ ModelInput parse_catboost_json(std::string_view text, std::int64_t n_trees, CatB
       t.output = static_cast<std::int32_t>(o);
       t.weight = meta.scale;
       input.trees.push_back(std::move(t));
+    }
+  }
+  if (out_of_range != std::string_view::npos) {
+    // CatBoost never writes a number beyond the double range, and its reader goes astray on one
+    // in any field (it then reads other trees, outputs, scale and bias): refuse rather than
+    // guess. (An infinite leaf, scale or bias is refused by name when the arena is built.)
+    bool named_later = !std::isfinite(meta.scale);
+    for (double b : meta.bias) named_later = named_later || !std::isfinite(b);
+    for (const TreeInput& t : input.trees) {
+      for (double v : t.value) named_later = named_later || !std::isfinite(v);
+    }
+    if (!named_later) {
+      fail("the number at byte " + std::to_string(out_of_range) +
+           " is beyond the double range, which CatBoost's JSON reader does not read as a number");
     }
   }
   if (info != nullptr) *info = std::move(meta);

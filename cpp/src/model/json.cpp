@@ -82,6 +82,7 @@ void check_unique_keys(const JsonValue& obj, std::size_t pos) {
 // Adds a parsed element to an array, keeping all-number arrays packed.
 void append(JsonValue& array, JsonValue&& v) {
   const bool numeric = v.type == JsonValue::Type::Number || v.type == JsonValue::Type::Bool;
+  if (numeric && v.inexact_integer) array.inexact_integer = true;
   if (array.items.empty() && numeric) {
     array.numbers.push_back(v.number);
     return;
@@ -101,6 +102,8 @@ void append(JsonValue& array, JsonValue&& v) {
 class TextParser {
  public:
   explicit TextParser(std::string_view s) : s_(s) {}
+  // Byte offset of the first number beyond double range (npos: none).
+  std::size_t first_out_of_range() const { return first_out_of_range_; }
 
   JsonValue parse_document() {
     JsonValue v = parse_value(0);
@@ -112,6 +115,7 @@ class TextParser {
  private:
   std::string_view s_;
   std::size_t pos_ = 0;
+  std::size_t first_out_of_range_ = std::string_view::npos;
 
   void skip_ws() {
     while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) ++pos_;
@@ -204,6 +208,7 @@ class TextParser {
       fail_at(start, "malformed number");
     }
     if (res.ec == std::errc::result_out_of_range) {
+      if (first_out_of_range_ == std::string_view::npos) first_out_of_range_ = start;
       // Beyond double range: a huge magnitude overflows to +-inf (the model validation rejects
       // non-finite values later), a tiny one underflows to a signed zero.
       const bool negative = *first == '-';
@@ -212,6 +217,12 @@ class TextParser {
     v.type = JsonValue::Type::Number;
     v.number = d;
     v.is_integer = integer;
+    if (integer && std::fabs(d) >= 9007199254740992.0) {
+      // beyond 2^53, or a token that rounds to 2^53 without being it ("9007199254740993")
+      const char* digits = *first == '-' ? first + 1 : first;
+      while (last - digits > 1 && *digits == '0') ++digits;
+      v.inexact_integer = std::string_view(digits, static_cast<std::size_t>(last - digits)) != "9007199254740992";
+    }
   }
 
   std::string parse_string() {
@@ -353,6 +364,10 @@ class UbjParser {
   std::string read_string_body() {
     const std::uint64_t n = read_count();
     need(n);
+    const std::size_t bad = first_invalid_utf8(s_.substr(pos_, n));
+    if (bad != std::string_view::npos) {
+      fail_at(pos_ + bad, "a string is not valid UTF-8 (UBJSON strings are UTF-8; re-save the model with its library)");
+    }
     std::string out(s_.substr(pos_, n));
     pos_ += n;
     return out;
@@ -366,13 +381,18 @@ class UbjParser {
       case 'T': v.type = JsonValue::Type::Bool; v.number = 1.0; return v;
       case 'F': v.type = JsonValue::Type::Bool; return v;
       case 'S': v.type = JsonValue::Type::String; v.string = read_string_body(); return v;
-      case 'C': v.type = JsonValue::Type::String; v.string = std::string(1, next()); return v;
+      case 'C':
+        v.type = JsonValue::Type::String;
+        v.string = std::string(1, next());
+        if (static_cast<unsigned char>(v.string[0]) >= 0x80) fail_at(pos_ - 1, "a UBJSON char is not ASCII");
+        return v;
       case '[': parse_array(v, depth); return v;
       case '{': parse_object(v, depth); return v;
       default:
         if (!is_numeric_marker(marker)) fail_at(pos_ - 1, "unknown type marker");
         v.type = JsonValue::Type::Number;
         v.number = read_number(marker, &v.is_integer);
+        v.inexact_integer = v.is_integer && std::fabs(v.number) > 9007199254740992.0;
         return v;
     }
   }
@@ -408,7 +428,10 @@ class UbjParser {
         need(static_cast<std::size_t>(count));
         v.numbers.reserve(static_cast<std::size_t>(count));
         bool integer = true;
-        for (std::int64_t k = 0; k < count; ++k) v.numbers.push_back(read_number(type, &integer));
+        for (std::int64_t k = 0; k < count; ++k) {
+          v.numbers.push_back(read_number(type, &integer));
+          if (integer && std::fabs(v.numbers.back()) > 9007199254740992.0) v.inexact_integer = true;
+        }
         return;
       }
       for (std::int64_t k = 0; k < count; ++k) append(v, parse_value(type != 0 ? type : next(), depth + 1));
@@ -465,7 +488,9 @@ const JsonValue& JsonValue::at(std::string_view key, std::string_view path) cons
   return *v;
 }
 
-bool is_valid_utf8(std::string_view s) {
+bool is_valid_utf8(std::string_view s) { return first_invalid_utf8(s) == std::string_view::npos; }
+
+std::size_t first_invalid_utf8(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
@@ -485,22 +510,54 @@ bool is_valid_utf8(std::string_view s) {
       len = 4;
       cp = c & 0x07u;
     } else {
-      return false;
+      return i;
     }
-    if (s.size() - i < len) return false;
+    if (s.size() - i < len) return i;
     for (std::size_t k = 1; k < len; ++k) {
       const auto b = static_cast<unsigned char>(s[i + k]);
-      if ((b & 0xC0) != 0x80) return false;
+      if ((b & 0xC0) != 0x80) return i;
       cp = (cp << 6) | (b & 0x3Fu);
     }
     const std::uint32_t min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
     i += len;
   }
-  return true;
+  return std::string_view::npos;
 }
 
-JsonValue parse_json(std::string_view text) { return TextParser(text).parse_document(); }
+std::string printable_utf8(const std::string& s) {
+  std::string_view rest(s);
+  if (first_invalid_utf8(rest) == std::string_view::npos) return s;
+  std::string out;
+  while (!rest.empty()) {
+    const std::size_t bad = first_invalid_utf8(rest);
+    if (bad == std::string_view::npos) {
+      out.append(rest);
+      break;
+    }
+    out.append(rest.substr(0, bad));
+    static const char* kHex = "0123456789abcdef";
+    const auto b = static_cast<unsigned char>(rest[bad]);
+    out += "\\x";
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+    rest.remove_prefix(bad + 1);
+  }
+  return out;
+}
+
+JsonValue parse_json(std::string_view text, std::size_t* first_out_of_range) {
+  // JSON is UTF-8 (RFC 8259); a stray byte in a key or a value is a corrupted file, which the
+  // libraries' readers take in ways of their own (CatBoost's crashes on some): refuse it.
+  const std::size_t bad = first_invalid_utf8(text);
+  if (bad != std::string_view::npos) {
+    fail_at(bad, "the text is not valid UTF-8 (a JSON model file must be UTF-8; re-save the model with its library)");
+  }
+  TextParser parser(text);
+  JsonValue doc = parser.parse_document();
+  if (first_out_of_range != nullptr) *first_out_of_range = parser.first_out_of_range();
+  return doc;
+}
 
 JsonValue parse_ubjson(std::string_view bytes) { return UbjParser(bytes).parse_document(); }
 

@@ -22,9 +22,12 @@ class Lines {
   explicit Lines(std::string_view text) : text_(text) {}
   bool next(std::string_view* line) {
     if (pos_ >= text_.size()) return false;
+    start_ = pos_;
+    lf_start_ = lf_pos_;
     std::size_t end = pos_;
     while (end < text_.size() && text_[end] != '\n' && text_[end] != '\r') ++end;
     *line = text_.substr(pos_, end - pos_);
+    lf_pos_ += (end - pos_) + (end < text_.size() ? 1 : 0);
     if (end < text_.size() && text_[end] == '\r') ++end;  // "\r" or "\r\n"
     if (end < text_.size() && text_[end] == '\n') ++end;
     pos_ = end;
@@ -32,10 +35,17 @@ class Lines {
     return true;
   }
   std::size_t number() const { return number_; }
+  // Byte offset of the line `next` returned last; and that offset were every line ending
+  // one '\n' (the file LightGBM wrote, before a CRLF conversion).
+  std::size_t start() const { return start_; }
+  std::size_t lf_start() const { return lf_start_; }
 
  private:
   std::string_view text_;
   std::size_t pos_ = 0;
+  std::size_t start_ = 0;
+  std::size_t lf_pos_ = 0;
+  std::size_t lf_start_ = 0;
   std::size_t number_ = 0;
 };
 
@@ -163,7 +173,10 @@ TreeInput build_tree(const RawTree& raw, std::size_t index, std::int32_t n_featu
   t.value.assign(n, 0.0);
   t.default_left.assign(n, 0);
   t.missing.assign(n, static_cast<std::uint8_t>(MissingRule::NanDefault));
-  for (std::size_t j = 0; j < L; ++j) t.value[n_inner + j] = leaf_value[j];
+  for (std::size_t j = 0; j < L; ++j) {
+    if (!std::isfinite(leaf_value[j])) fail(where + " leaf value is not finite");
+    t.value[n_inner + j] = leaf_value[j];
+  }
   if (L == 1) return t;  // a single leaf: LightGBM returns leaf_value[0] for every row
 
   const auto left = int_array(kv, "left_child", n_inner, where);
@@ -252,6 +265,29 @@ TreeInput build_tree(const RawTree& raw, std::size_t index, std::int32_t n_featu
   return t;
 }
 
+// LightGBM reads tree i at the first tree's offset plus the sizes before it, and aborts (or
+// reads another tree) when that is not where tree i starts: each size must be its tree's byte
+// length, as LightGBM writes it. A file whose line endings were converted to CRLF afterwards is
+// read as LightGBM reads the file it wrote (LightGBM itself aborts on the converted one).
+void check_tree_sizes(const KeyValues& header, const std::vector<std::size_t>& starts,
+                      const std::vector<std::size_t>& lf_starts) {
+  const auto it = header.find("tree_sizes");
+  if (it == header.end()) return;
+  const auto sizes = split_spaces(it->second);
+  bool raw = true;
+  bool lf = true;
+  for (std::size_t i = 0; i < sizes.size() && i + 1 < starts.size(); ++i) {
+    const std::int64_t size = parse_int(sizes[i], "header.tree_sizes");
+    raw = raw && size >= 0 && static_cast<std::size_t>(size) == starts[i + 1] - starts[i];
+    lf = lf && size >= 0 && static_cast<std::size_t>(size) == lf_starts[i + 1] - lf_starts[i];
+    if (!raw && !lf) {
+      fail("tree_sizes gives Tree=" + std::to_string(i) + " " + shorten(sizes[i]) + " bytes, the text has " +
+           std::to_string(starts[i + 1] - starts[i]) +
+           " (LightGBM finds its trees by these sizes; re-save the model with LightGBM)");
+    }
+  }
+}
+
 }  // namespace
 
 ModelInput parse_lightgbm_text(std::string_view text, std::int64_t n_iterations, LightGBMModelInfo* info) {
@@ -264,6 +300,9 @@ ModelInput parse_lightgbm_text(std::string_view text, std::int64_t n_iterations,
   bool seen_magic = false;
   bool in_trees = false;
   std::vector<RawTree> raw_trees;
+  // byte offset of each "Tree=" line, then of "end of trees"; the same with LF line endings
+  std::vector<std::size_t> tree_starts;
+  std::vector<std::size_t> lf_tree_starts;
   bool ended = false;
   while (lines.next(&line)) {
     const std::string_view s = trim(line);
@@ -274,6 +313,10 @@ ModelInput parse_lightgbm_text(std::string_view text, std::int64_t n_iterations,
       continue;
     }
     if (starts_with(s, "Tree=")) {
+      // LightGBM finds a tree by its line starting "Tree=" (and, with tree_sizes, by offset)
+      if (!starts_with(line, "Tree=")) fail("line " + std::to_string(lines.number()) + " has blanks before 'Tree='");
+      tree_starts.push_back(lines.start());
+      lf_tree_starts.push_back(lines.lf_start());
       in_trees = true;
       const std::int64_t k = parse_int(s.substr(5), "tree header");
       if (k != static_cast<std::int64_t>(raw_trees.size())) {
@@ -284,6 +327,8 @@ ModelInput parse_lightgbm_text(std::string_view text, std::int64_t n_iterations,
       continue;
     }
     if (s == "end of trees") {
+      tree_starts.push_back(lines.start());
+      lf_tree_starts.push_back(lines.lf_start());
       ended = true;
       break;
     }
@@ -341,7 +386,8 @@ ModelInput parse_lightgbm_text(std::string_view text, std::int64_t n_iterations,
     }
   }
   if (const auto it = header.find("tree_sizes"); it != header.end()) {
-    const std::size_t listed = split_spaces(it->second).size();
+    const auto sizes = split_spaces(it->second);
+    const std::size_t listed = sizes.size();
     if (listed != raw_trees.size()) {
       fail("tree_sizes lists " + std::to_string(listed) + " trees but the text has " + std::to_string(raw_trees.size()) +
            " (truncated file?)");
@@ -350,6 +396,12 @@ ModelInput parse_lightgbm_text(std::string_view text, std::int64_t n_iterations,
   const auto K = static_cast<std::size_t>(per_iteration);
   if (raw_trees.size() % K != 0) {
     fail(std::to_string(raw_trees.size()) + " trees is not a multiple of num_tree_per_iteration=" + std::to_string(K));
+  }
+  if (per_iteration != num_class) {
+    // LightGBM writes both equal; its predict gives num_class columns from
+    // num_tree_per_iteration trees per round, so a file where they differ is read inconsistently.
+    fail("num_class=" + std::to_string(num_class) + " but num_tree_per_iteration=" + std::to_string(per_iteration) +
+         "; LightGBM writes them equal (re-save the model with LightGBM)");
   }
   meta.n_iterations = static_cast<std::int64_t>(raw_trees.size() / K);
   std::int64_t used = meta.n_iterations;
@@ -377,6 +429,7 @@ ModelInput parse_lightgbm_text(std::string_view text, std::int64_t n_iterations,
     t.weight = weight;
     input.trees.push_back(std::move(t));
   }
+  check_tree_sizes(header, tree_starts, lf_tree_starts);
   // Linear trees beyond the iterations used are refused too: the file is not a constant-leaf model.
   for (std::size_t i = use_trees; i < raw_trees.size(); ++i) {
     const auto it = raw_trees[i].kv.find("is_linear");

@@ -22,6 +22,12 @@ const std::vector<double>& numbers(const JsonValue& obj, std::string_view key, s
                                    std::size_t expected) {
   const JsonValue& v = member(obj, key, path);
   if (!v.is_array() || !v.items.empty()) fail(std::string(path) + "." + std::string(key) + " is not a numeric array");
+  if (v.inexact_integer) {
+    // XGBoost writes its floats with an exponent; its reader keeps an integer token as an int64
+    // (wrapping past 2^63) and rounds it to float32 from there: refuse rather than guess.
+    fail(std::string(path) + "." + std::string(key) + " holds an integer beyond 2^53, which XGBoost's reader "
+         "does not read as its value (re-save the model with XGBoost)");
+  }
   if (expected != SIZE_MAX && v.numbers.size() != expected) {
     fail(std::string(path) + "." + std::string(key) + " has " + std::to_string(v.numbers.size()) +
          " entries, expected " + std::to_string(expected));
@@ -59,6 +65,18 @@ std::vector<double> parse_float_list(std::string s) {
     const char* first = s.data() + pos;
     const char* last = s.data() + end;
     while (first < last && *first == ' ') ++first;
+    // XGBoost reads an integer ("16777217") as an int64, wrapping past 2^63 ("18446744073709551616"
+    // reads as 0): beyond 2^53 it is refused rather than guessed.
+    const bool integer = first < last && std::all_of(first + (*first == '-' ? 1 : 0), last,
+                                                     [](char c) { return c >= '0' && c <= '9'; });
+    if (integer && last - first > 15) {
+      std::int64_t i = 0;
+      const auto r = std::from_chars(first, last, i);
+      if (r.ec != std::errc() || i > (std::int64_t{1} << 53) || i < -(std::int64_t{1} << 53)) {
+        fail("base_score '" + s.substr(0, 60) + "' holds an integer beyond 2^53, which XGBoost's reader does not "
+             "read as its value (re-save the model with XGBoost)");
+      }
+    }
     const auto res = std::from_chars(first, last, d);
     if (res.ec != std::errc() || res.ptr != last) fail("base_score '" + s + "' is malformed");
     out.push_back(static_cast<double>(to_float32(d)));
@@ -86,6 +104,38 @@ double link(const std::string& objective, double b) {
     return b;
   }
   fail("objective '" + objective + "' is not supported (unknown base_score link)");
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  const auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, res.ptr);
+}
+
+// XGBoost sums an output's margin in float32: the base score, then every tree's leaf times its
+// weight, in tree order. Round-to-nearest is monotone, so the same float32 sum of the largest
+// |leaf| x weight of each tree bounds every row's |partial sum|; when that bound overflows, some
+// row may reach +-inf in XGBoost while a double sum stays finite: refuse such a model by name.
+void refuse_float32_overflow(const ModelInput& input) {
+  std::vector<float> bound(input.base_score.size());
+  for (std::size_t k = 0; k < bound.size(); ++k) bound[k] = std::fabs(to_float32(input.base_score[k]));
+  for (std::size_t t = 0; t < input.trees.size(); ++t) {
+    const TreeInput& tree = input.trees[t];
+    float largest = 0.0f;
+    for (std::size_t n = 0; n < tree.value.size(); ++n) {
+      if (tree.left[n] == -1) largest = std::max(largest, std::fabs(static_cast<float>(tree.value[n])));
+    }
+    if (!std::isfinite(largest) || !std::isfinite(tree.weight)) return;  // refused by name when the arena is built
+    const float term = static_cast<float>(largest * std::fabs(static_cast<float>(tree.weight)));
+    float& b = bound[static_cast<std::size_t>(tree.output)];
+    b = b + term;
+    if (!std::isfinite(b)) {
+      fail("trees[" + std::to_string(t) + "]: the leaf values (largest |leaf| " + number_text(largest) +
+           ") can make XGBoost's float32 sum of output " + std::to_string(tree.output) +
+           " overflow to infinity, where a double sum stays finite; pgexact refuses models whose "
+           "margin can exceed the float32 range (about 3.4e38)");
+    }
+  }
 }
 
 std::vector<std::string> string_list(const JsonValue* v) {
@@ -153,7 +203,15 @@ TreeInput parse_tree(const JsonValue& tree, std::size_t index, std::int32_t n_fe
     const auto& types = numbers(tree, "split_type", path, un);
     (void)split_type;
     bool any = false;
-    for (double s : types) any = any || s != 0.0;
+    for (std::size_t k = 0; k < un; ++k) {
+      // XGBoost writes 0 (numeric) or 1 (categorical); its reader casts anything else to its
+      // uint8 enum, reading 2, 255 or -1 as numeric and 257 as categorical: refuse, not guess.
+      if (types[k] != 0.0 && types[k] != 1.0) {
+        fail(path + ".split_type holds " + number_text(types[k]) + " at node " + std::to_string(k) +
+             "; XGBoost writes only 0 (numeric) or 1 (categorical) there (re-save the model with XGBoost)");
+      }
+      any = any || types[k] != 0.0;
+    }
     if (any) {
       const auto& nodes = numbers(tree, "categories_nodes", path, SIZE_MAX);
       const auto& segments = numbers(tree, "categories_segments", path, nodes.size());
@@ -245,6 +303,11 @@ ModelInput parse_xgboost_json(std::string_view bytes, std::int64_t n_iterations,
   meta.n_outputs = static_cast<std::int32_t>(std::max<std::int64_t>({num_class, num_target, 1}));
   if (!meta.feature_names.empty() && meta.feature_names.size() != static_cast<std::size_t>(num_feature)) {
     fail("feature_names has " + std::to_string(meta.feature_names.size()) + " entries, num_feature is " +
+         std::to_string(num_feature));
+  }
+  if (!meta.feature_types.empty() && meta.feature_types.size() != static_cast<std::size_t>(num_feature)) {
+    // XGBoost refuses to predict with such a model (one type per column)
+    fail("feature_types has " + std::to_string(meta.feature_types.size()) + " entries, num_feature is " +
          std::to_string(num_feature));
   }
   {
@@ -342,6 +405,7 @@ ModelInput parse_xgboost_json(std::string_view bytes, std::int64_t n_iterations,
     if (weight_drop != nullptr) t.weight = static_cast<double>(to_float32((*weight_drop)[k]));
     input.trees.push_back(std::move(t));
   }
+  refuse_float32_overflow(input);
   // Strings handed to Python must decode: a corrupted byte would surface as a bare
   // UnicodeDecodeError instead of a message about the model.
   for (const auto* list : {&meta.feature_names, &meta.feature_types}) {

@@ -150,11 +150,24 @@ def match_frame(columns: List[str], model_names: Optional[List[str]], d: int, li
     Returns the positions in the DataFrame of the model's features (in the model's order; None
     to use the frame as is) and the :class:`ColumnOrder` of the used columns.
     """
-    if model_names is None:
-        return None, ColumnOrder(None, list(columns) if len(columns) == d else None)
-    lookup: dict[str, int] = {}
+    first: dict[str, int] = {}
+    repeated = None
     for i, c in enumerate(columns):
-        lookup.setdefault(c, i)  # a repeated name: its first column
+        if c in first and repeated is None:
+            repeated = (c, first[c], i)
+        first.setdefault(c, i)
+    if model_names is None:
+        # positional: the frame is used as is; a repeated name cannot name a column
+        unique = repeated is None and len(columns) == d
+        return None, ColumnOrder(None, list(columns) if unique else None)
+    if repeated is not None:
+        # which of the two is the feature? XGBoost refuses such a frame; so does pgexact
+        c, i, j = repeated
+        raise ValueError(
+            f"{name}: DataFrame column {c!r} appears twice (columns {i} and {j}); columns are matched "
+            "to the model's feature names, so each name must be unique: drop or rename the repeated "
+            "column, or pass a numpy array in the model's feature order")
+    lookup: dict[str, int] = dict(first)
     if lightgbm:
         for i, c in enumerate(columns):
             lookup.setdefault(lightgbm_name(c), i)

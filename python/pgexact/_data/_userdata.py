@@ -83,16 +83,21 @@ def xgboost_json_categories(raw: bytes) -> Optional[Dict[int, List[Any]]]:
     except (ValueError, AttributeError):
         return None
     out: Dict[int, List[Any]] = {}
-    for j, entry in enumerate(enc):
-        values = entry.get("values") or []
-        if not values:
-            continue
-        if "offsets" in entry and entry.get("offsets"):
-            off = entry["offsets"]
-            data = bytes(values)
-            out[j] = [data[off[i]:off[i + 1]].decode("utf-8") for i in range(len(off) - 1)]
-        else:
-            out[j] = list(values)
+    try:
+        for j, entry in enumerate(enc):
+            values = entry.get("values") or []
+            if not values:
+                continue
+            if "offsets" in entry and entry.get("offsets"):
+                off = entry["offsets"]
+                data = bytes(values)
+                out[j] = [data[off[i]:off[i + 1]].decode("utf-8") for i in range(len(off) - 1)]
+            else:
+                out[j] = list(values)
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
+        # a corrupted file: about the model, not a bare TypeError
+        raise ValueError(f"model: the XGBoost model's categories (cats.enc) are malformed "
+                         f"({type(exc).__name__}: {str(exc)[:100]}); re-save the model with XGBoost") from None
     return out or None
 
 

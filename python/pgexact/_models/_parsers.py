@@ -48,5 +48,10 @@ def build_arena_from_arrays(trees: Sequence[Dict[str, Any]], base_score: np.ndar
                             n_features: int, op: str, input_float32: bool,
                             category_rule: str) -> "_core.Arena":
     """An arena from per-tree numpy arrays (scikit-learn's fitted trees)."""
-    return _core.build_arena_from_arrays(trees, base_score, n_features, op, input_float32,
-                                         category_rule)
+    try:
+        return _core.build_arena_from_arrays(trees, base_score, n_features, op, input_float32,
+                                             category_rule)
+    except _core.ModelError:
+        raise
+    except ValueError as exc:  # an array the conversion refuses (a corrupted model): about the model
+        raise _core.ModelError(str(exc)) from None

@@ -228,29 +228,63 @@ class _HistCategories:
             self.categories[i] = raw  # remapped feature i, code c -> raw value raw[c]
         self.known, self.f_idx_map = model._bin_mapper.make_known_categories_bitsets()
 
-    def bitset(self, feature: int, raw_left: np.ndarray, missing_left: bool) -> np.ndarray:
+    def _raw(self, feature: int, where: str) -> np.ndarray:
+        if feature not in self.categories:
+            raise ValueError(f"model: {where} splits by category on feature {feature} of the encoded "
+                             f"data, which is not one of the {len(self.categories)} categorical features; "
+                             "the model is corrupted (refit it)")
+        return self.categories[feature]
+
+    def bitset(self, feature: int, raw_left: np.ndarray, missing_left: bool, where: str) -> np.ndarray:
         """Raw-integer bitset of the values that go left at a categorical node of `feature`."""
-        raw = self.categories[feature]
+        raw = self._raw(feature, where)
+        known = self.known[self.f_idx_map[feature]]
+        n_codes = 32 * min(len(raw_left), len(known))
+        if raw.size > n_codes:
+            raise ValueError(f"model: {where} has a category bitset of {n_codes} bits for "
+                             f"{raw.size} categories; the model is corrupted (refit it)")
+
+        def goes_left(code: int) -> bool:
+            if _in_bitset(raw_left, code):
+                return True
+            if _in_bitset(known, code):
+                return False
+            return bool(missing_left)  # binned data never saw it: treated as missing
+
+        return self._words(raw, goes_left, missing_left)
+
+    def numeric_bitset(self, feature: int, threshold: float, missing_left: bool, where: str) -> np.ndarray:
+        """A numeric split on a categorical feature (a corrupted model): scikit-learn compares the
+        encoder's code of the value, ``code <= threshold``, and routes an unknown value (its code
+        is NaN) the missing way; as a bitset over the raw values."""
+        raw = self._raw(feature, where)
+        return self._words(raw, lambda code: bool(code <= threshold), missing_left)
+
+    @staticmethod
+    def _words(raw: np.ndarray, goes_left: Callable[[int], bool], missing_left: bool) -> np.ndarray:
         top = int(np.max(raw)) if raw.size else 0
         n_words = top // 32 + 1
         # Unknown categories (any integer the encoder does not know) follow the missing direction.
         left = np.full(32 * n_words, bool(missing_left))
-        known = self.known[self.f_idx_map[feature]]
         for code, value in enumerate(raw):
-            if _in_bitset(raw_left, code):
-                goes_left = True
-            elif _in_bitset(known, code):
-                goes_left = False
-            else:
-                goes_left = bool(missing_left)  # binned data never saw it: treated as missing
-            left[int(value)] = goes_left
+            left[int(value)] = goes_left(code)
         return _bits_to_words(left)
 
 
-def _hist_tree(predictor: Any, cats: _HistCategories) -> Dict[str, Any]:
+def _hist_tree(predictor: Any, cats: _HistCategories, where: str) -> Dict[str, Any]:
     nodes = predictor.nodes
+    for field in ("is_leaf", "feature_idx", "left", "right", "num_threshold", "value", "missing_go_to_left",
+                  "is_categorical", "bitset_idx"):
+        if field not in (nodes.dtype.names or ()):
+            raise ValueError(f"model: {where} has no node field {field!r}; the model is corrupted or from an "
+                             "unsupported scikit-learn version")
     leaf = np.asarray(nodes["is_leaf"], dtype=bool)
     remapped = np.asarray(nodes["feature_idx"], dtype=np.int64)
+    inner = remapped[~leaf]
+    bad = inner[(inner < 0) | (inner >= len(cats.original))]
+    if bad.size:
+        raise ValueError(f"model: {where} splits on feature {int(bad[0])}, "
+                         f"outside the model's {len(cats.original)} features; the model is corrupted (refit it)")
     feature = np.where(leaf, 0, cats.original[np.where(leaf, 0, remapped)])
     out: Dict[str, Any] = {
         "children_left": np.where(leaf, -1, np.asarray(nodes["left"], dtype=np.int64)),
@@ -261,16 +295,27 @@ def _hist_tree(predictor: Any, cats: _HistCategories) -> Dict[str, Any]:
         "missing_go_to_left": np.asarray(nodes["missing_go_to_left"], dtype=np.uint8),
     }
     is_cat = np.asarray(nodes["is_categorical"], dtype=bool) & ~leaf
-    if np.any(is_cat):
+    # a numeric split on an encoded categorical feature (only in a corrupted model): scikit-learn
+    # compares the category's code, so it is a split by category on the raw values
+    on_codes = ~is_cat & ~leaf & np.isin(remapped, list(cats.categories))
+    if np.any(is_cat | on_codes):
         bitsets = predictor.raw_left_cat_bitsets
-        cat_nodes = np.flatnonzero(is_cat)
+        cat_nodes = np.flatnonzero(is_cat | on_codes)
         out["cat_nodes"] = cat_nodes.astype(np.int64)
-        out["cat_bitsets"] = [
-            cats.bitset(int(remapped[v]), np.asarray(bitsets[int(nodes["bitset_idx"][v])]),
-                        bool(nodes["missing_go_to_left"][v]))
-            for v in cat_nodes
-        ]
-        out["threshold"] = np.where(is_cat, 0.0, out["threshold"])
+        out["cat_bitsets"] = []
+        for v in cat_nodes:
+            node = f"{where} node {int(v)}"
+            missing_left = bool(nodes["missing_go_to_left"][v])
+            if on_codes[v]:
+                out["cat_bitsets"].append(cats.numeric_bitset(int(remapped[v]), float(nodes["num_threshold"][v]),
+                                                              missing_left, node))
+                continue
+            b = int(nodes["bitset_idx"][v])
+            if not 0 <= b < len(bitsets):
+                raise ValueError(f"model: {node} names category bitset {b}, the tree has {len(bitsets)}; "
+                                 "the model is corrupted (refit it)")
+            out["cat_bitsets"].append(cats.bitset(int(remapped[v]), np.asarray(bitsets[b]), missing_left, node))
+        out["threshold"] = np.where(is_cat | on_codes, 0.0, out["threshold"])
     return out
 
 
@@ -279,7 +324,11 @@ def _hist_outputs(model: Any, source: str) -> ModelOutputs:
 
     K = int(model.n_trees_per_iteration_)
     what = f"{type(model).__name__} (output k = raw prediction of class k)"
-    cats = _HistCategories(model)
+    try:
+        cats = _HistCategories(model)
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise ValueError(f"model: this {type(model).__name__}'s category encoder is inconsistent "
+                         f"({type(exc).__name__}: {exc}); the model is corrupted (refit it)") from None
     base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
     if base.size != K:
         raise ValueError(f"model: unexpected baseline prediction shape {np.shape(model._baseline_prediction)}")
@@ -289,7 +338,12 @@ def _hist_outputs(model: Any, source: str) -> ModelOutputs:
             "categories": {int(cats.original[i]): raw.tolist() for i, raw in cats.categories.items()}}
 
     def select(k: int) -> TreeEnsemble:
-        trees = [_hist_tree(it[k], cats) for it in model._predictors]
+        try:
+            trees = [_hist_tree(it[k], cats, f"iteration {i} tree {k}") for i, it in enumerate(model._predictors)]
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            # anything the checks above did not name: a corrupted model, not a bare KeyError
+            raise ValueError(f"model: this {type(model).__name__} is inconsistent ({type(exc).__name__}: "
+                             f"{exc}); the model is corrupted (refit it)") from None
         arena = _parsers.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_),
                                                  "<=", False, "sklearn_hist")
         return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=K,

@@ -14,9 +14,14 @@
 namespace pgexact {
 
 // Raised for anything wrong with a model: the bindings map it to Python's ValueError.
+// `s` with every byte that is not part of well-formed UTF-8 written as \xNN: an error message
+// quoting a corrupted file must still reach Python as text (else a bare UnicodeDecodeError).
+std::string printable_utf8(const std::string& s);
+
 class ModelError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ModelError(const std::string& what) : std::runtime_error(printable_utf8(what)) {}
+  explicit ModelError(const char* what) : ModelError(std::string(what)) {}
 };
 
 // How a split compares the (possibly float32-cast) input with its threshold.

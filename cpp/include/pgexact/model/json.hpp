@@ -19,6 +19,10 @@ class JsonValue {
   Type type = Type::Null;
   double number = 0.0;                                     // Number, Bool (0 / 1)
   bool is_integer = false;                                  // Number written without . or e
+  // An integer token beyond 2^53 in magnitude (a Number), or an array directly holding one:
+  // CatBoost's and XGBoost's readers keep such tokens as 64-bit integers and do not read them
+  // as doubles.
+  bool inexact_integer = false;
   std::string string;                                       // String
   std::vector<double> numbers;                              // Array of numbers (packed)
   std::vector<JsonValue> items;                             // Array of anything else
@@ -34,8 +38,10 @@ class JsonValue {
   const JsonValue& at(std::string_view key, std::string_view path) const;
 };
 
-// Parses text JSON. Throws ModelError with the byte offset on malformed input.
-JsonValue parse_json(std::string_view text);
+// Parses text JSON, which must be valid UTF-8. Throws ModelError with the byte offset on
+// malformed input. A number beyond double range reads as +-inf or a signed zero; the offset of
+// the first such number is stored in `first_out_of_range` when given (npos: none).
+JsonValue parse_json(std::string_view text, std::size_t* first_out_of_range = nullptr);
 
 // Parses Universal Binary JSON as written by XGBoost (`.ubj`, `save_raw("ubj")`).
 JsonValue parse_ubjson(std::string_view bytes);
@@ -43,5 +49,7 @@ JsonValue parse_ubjson(std::string_view bytes);
 // True when `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past
 // U+10FFFF). Strings handed to Python (feature names, objective) must be.
 bool is_valid_utf8(std::string_view s);
+// Offset of the first byte where `s` stops being well-formed UTF-8; npos when it is.
+std::size_t first_invalid_utf8(std::string_view s);
 
 }  // namespace pgexact
