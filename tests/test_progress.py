@@ -145,3 +145,19 @@ def test_estimate_projects_from_the_rate(monkeypatch):
     cal.samples = [(0.1, 0, 1000), (0.2, 10, 1000), (0.4, 30, 1000)]
     # 20 units in 0.2 s: 100 units/s; 970 left -> 9.7 s after 0.4 s
     assert cal.projected() == pytest.approx(0.4 + 9.7)
+
+
+def test_projection_counts_set_up_once(monkeypatch):
+    """The in-call projection (bar, PerformanceWarning) extrapolates the rate seen since the
+    first report of work, as estimate does: a kernel's set-up before its first unit (leaf boxes
+    and row tables of a deep forest) is not multiplied by the number of units."""
+    clock = {"now": 0.0}
+    monkeypatch.setattr(_progress.time, "perf_counter", lambda: clock["now"])
+    p = _progress.Progress(False, 1, "pgi2", warn=False)
+    update = p.stage()
+    clock["now"] = 10.0  # ten seconds of set-up, then 0.1 % of the work
+    update(1, 1000)
+    assert p.projected_seconds() == pytest.approx(10.0 / 0.001)  # one report: elapsed / fraction
+    clock["now"] = 11.0  # another 0.1 % a second later: 998 s to go at that rate
+    update(2, 1000)
+    assert p.projected_seconds() == pytest.approx(11.0 + 0.998 * 1000.0)
