@@ -79,6 +79,15 @@ class PairCache {
     return fresh;
   }
 
+  // The kept list of (t, s, c), or null.
+  const PairList* find(std::int64_t t, std::int64_t s, std::int32_t c) const {
+    const auto& mine = kept_[static_cast<std::size_t>(t)];
+    const auto hit = mine.find(s * 1048576 + c);
+    return hit == mine.end() ? nullptr : &hit->second;
+  }
+  // Whether the budget has room left (for the full lists a later pass would reuse).
+  bool has_room() const { return used_.load() < kBudget; }
+
  private:
   static constexpr std::int64_t kBudget = std::int64_t{192} << 20;
   std::vector<std::unordered_map<std::int64_t, PairList>> kept_;
@@ -124,12 +133,17 @@ class PairSweep {
         if (stopped()) return;  // the caller discards a stopped call's sums
         const bool skip = live != nullptr && (live->tree_live[t] == 0 || live->tree_live[s] == 0);
         for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t) && !skip; ++chunk) {
-          if (live != nullptr && live->restricted) {
+          // Few live leaves: their pairs alone, unless a kept full list is at hand, or another
+          // pass follows that would reuse the full list and the budget can keep it.
+          const PairList* kept = live != nullptr && live->restricted ? cache_.find(t, s, chunk) : nullptr;
+          if (live != nullptr && live->restricted && kept == nullptr && !(again && cache_.has_room())) {
             const std::int32_t begin = boxes.tree_first[t] + chunk * kChunkLeaves;
             const std::int32_t end = std::min(boxes.tree_first[t + 1], begin + kChunkLeaves);
             scratch.pairs.clear();
             enumerate_pairs(arena, boxes, t, s, begin, end, scratch.box, scratch.pairs, &filter);
             body(t, scratch.pairs.view(boxes), s == t ? 1.0 : 2.0);
+          } else if (kept != nullptr) {
+            body(t, kept->view(boxes), s == t ? 1.0 : 2.0);
           } else {
             body(t, cache_.get(arena, boxes, t, s, chunk, again, scratch).view(boxes), s == t ? 1.0 : 2.0);
           }
