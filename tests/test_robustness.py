@@ -27,7 +27,9 @@ import numpy as np
 import pytest
 
 import pgexact
-from pgexact import _core
+from pgexact._core import exact as core_exact
+from pgexact._core import model as core_model
+from pgexact._core.exact import Kernel, Perturbation
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 D = 5
@@ -275,8 +277,7 @@ def test_unaligned_arrays(xgb_reg):
     assert np.array_equal(got, ref)
     assert np.array_equal(ens.predict(_unaligned(X4)), ens.predict(X4))
     mask = np.ones(D, np.uint8)
-    assert np.array_equal(_core.pg2(ens._arena, _unaligned(X4), mask, _unaligned(np.full(D, 0.4)),
-                                    np.zeros(D, np.uint8), 1, False),
+    assert np.array_equal(core_exact.pg2(ens._arena, _unaligned(X4), mask, Perturbation(_unaligned(np.full(D, 0.4)), np.zeros(D, np.uint8)), 1),
                           pgexact.pg2(ens, X4, np.ones(D, bool), sigma=0.4))
 
 
@@ -570,9 +571,9 @@ def test_lightgbm_category_memory_bomb(tmp_path):
 
 def test_arena_bytes_category_memory_bomb():
     # Serialised arenas may also point many nodes at one large set.
-    arena, _ = _core.parse_lightgbm_text(_lgb_text(LGB_GOOD), -1)
+    arena, _ = core_model.parse_lightgbm_text(_lgb_text(LGB_GOOD), -1)
     good = arena.to_bytes()
-    assert _core.Arena.from_bytes(good).to_bytes() == good
+    assert core_model.Arena.from_bytes(good).to_bytes() == good
     n_inner = 200
     words = 2**19
     le = lambda fmt, *v: struct.pack("<" + fmt, *v)  # noqa: E731
@@ -595,7 +596,7 @@ def test_arena_bytes_category_memory_bomb():
             + arr("i", right) + arr("d", [0.0] * n) + arr("d", [1.0] * n) + arr("B", flags)
             + arr("i", [0] * n) + arr("i", [words if f >= 0 else 0 for f in feature]) + arr("I", [1] * words))
     with pytest.raises(ValueError, match="256 MiB"):
-        _core.Arena.from_bytes(blob)
+        core_model.Arena.from_bytes(blob)
 
 
 def test_tree_depth_limit():
@@ -608,7 +609,7 @@ def test_tree_depth_limit():
     tree = dict(children_left=left, children_right=right, feature=np.zeros(n, np.int64),
                 threshold=np.zeros(n), value=np.zeros(n))
     with pytest.raises(ValueError, match="deeper than 1048576 levels"):
-        _core.build_arena_from_arrays([tree], np.zeros(1), 1)
+        core_model.build_arena_from_arrays([tree], np.zeros(1), 1)
 
 
 # ----------------------------------------------------------------------------- mutated files (subprocess)
@@ -639,8 +640,8 @@ def _reference_check(ens, X, masks):
     family = np.zeros(d, dtype=np.uint8)
     for mask in masks:
         m = np.asarray(mask, dtype=np.uint8)
-        fast = _core.pg2(arena, X, m, sigma, family, 1, False)
-        ref = _core.pg2(arena, X, m, sigma, family, 1, True)
+        fast = core_exact.pg2(arena, X, m, Perturbation(sigma, family), 1)
+        ref = core_exact.pg2(arena, X, m, Perturbation(sigma, family), 1, Kernel.reference)
         np.testing.assert_allclose(fast, ref, rtol=1e-11, atol=1e-300)
         np.testing.assert_array_equal(pgexact.pg2(ens, X, m.astype(bool), sigma=sigma, n_jobs=1), fast)
         assert np.all(fast >= 0.0)
@@ -697,7 +698,7 @@ def test_synthetic_chain_200k_deep():
     value[-1] = depth % 2
     tree = dict(children_left=left, children_right=right, feature=np.zeros(n, np.int64), threshold=threshold,
                 value=value)
-    arena = _core.build_arena_from_arrays([tree], np.zeros(1), 1, op="<=")
+    arena = core_model.build_arena_from_arrays([tree], np.zeros(1), 1, op="<=")
     assert arena.max_depth == depth
     ens = pgexact.TreeEnsemble(arena)
     x = np.array([[0.0], [10.0], [199_999.0], [250_000.0]])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, List, Optional
 
 import numpy as np
 
@@ -34,8 +34,8 @@ def is_lightgbm(model: Any) -> bool:
     return hasattr(model, "model_to_string") or any(c.__name__ == "LGBMModel" for c in type(model).__mro__)
 
 
-def _feature_names(meta: Dict[str, Any]) -> Optional[List[str]]:
-    names = list(meta.get("feature_names") or [])
+def _feature_names(info: _parsers.LightGBMModelInfo) -> Optional[List[str]]:
+    names = list(info.feature_names)
     if not names:
         return None
     # LightGBM invents Column_0, Column_1, ... when trained without names: treat those as none.
@@ -44,10 +44,10 @@ def _feature_names(meta: Dict[str, Any]) -> Optional[List[str]]:
     return names
 
 
-def _refuse_pandas_categorical(meta: Dict[str, Any]) -> None:
+def _refuse_pandas_categorical(info: _parsers.LightGBMModelInfo) -> None:
     """LightGBM maps pandas category values to codes inside predict(DataFrame); pgexact reads the
     values as numbers, so its routing would silently differ. Refuse such models."""
-    raw = (meta.get("pandas_categorical") or "").strip()
+    raw = info.pandas_categorical.strip()
     if raw in ("", "null", "[]"):
         return
     try:
@@ -65,12 +65,12 @@ def _refuse_pandas_categorical(meta: Dict[str, Any]) -> None:
 def lightgbm_outputs(text: Any, n_iterations: int, source: str,
                      check: Optional[Callable[[TreeEnsemble], None]] = None) -> ModelOutputs:
     """Parse a LightGBM text model (str or bytes) once; each output is selected from that parse."""
-    full, meta = _parsers.parse_lightgbm_text(text, n_iterations)
-    _refuse_pandas_categorical(meta)
-    objective = (meta.get("objective") or "").split(" ")[0]
+    full, info = _parsers.parse_lightgbm_text(text, n_iterations)
+    _refuse_pandas_categorical(info)
+    objective = info.objective.split(" ")[0]
     what = f"LightGBM model (objective {objective!r})" if objective else "LightGBM model"
-    return arena_outputs(full, what, check, feature_names=_feature_names(meta), source=source,
-                         meta=meta)
+    return arena_outputs(full, what, check, feature_names=_feature_names(info), source=source,
+                         meta=info.as_dict())
 
 
 def _booster_of(model: Any) -> Any:

@@ -84,10 +84,10 @@ def xgboost_outputs(raw: bytes, n_iterations: int, source: str,
 
     ``check(ensemble)`` runs on every selected output (the comparison with XGBoost's margin).
     """
-    full, meta = _parsers.parse_xgboost_json(raw, n_iterations)
-    feature_names = names if names is not None else (meta["feature_names"] or None)
+    full, info = _parsers.parse_xgboost_json(raw, n_iterations)
+    feature_names = names if names is not None else (info.feature_names or None)
     return arena_outputs(full, "XGBoost model", check, always_select=True,
-                         feature_names=feature_names, source=source, meta=meta)
+                         feature_names=feature_names, source=source, meta=info.as_dict())
 
 
 def _check_against_xgboost(ens: TreeEnsemble, booster: Any, n_iterations: int) -> None:
