@@ -31,7 +31,7 @@ from pgexact._core import exact as core_exact
 from pgexact._core import model as core_model
 from pgexact._core.exact import Kernel, Perturbation
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/, with the helpers
 D = 5
 
 
@@ -225,7 +225,7 @@ BAD_ARGUMENTS = [
      TypeError, r"model.*LinearRegression.*HistGradientBoosting"),
     ("model_missing_file", "xgb_reg", lambda m: pgexact.load("/nonexistent/model.json"), ValueError,
      r"model.*not found"),
-    ("model_directory", "xgb_reg", lambda m: pgexact.load(HERE), ValueError, r"model.*directory"),
+    ("model_directory", "xgb_reg", lambda m: pgexact.load(TESTS), ValueError, r"model.*directory"),
     ("model_unfitted_xgb", "xgb_reg", lambda m: pgexact.load(type(m)()), ValueError, r"model.*not fitted"),
     ("model_unfitted_sklearn", "xgb_reg", lambda m: pgexact.load(__import__("sklearn.tree").tree.DecisionTreeRegressor()),
      ValueError, r"model.*not fitted"),
@@ -615,14 +615,14 @@ def test_tree_depth_limit():
 # ----------------------------------------------------------------------------- mutated files (subprocess)
 def test_mutated_model_files_never_crash(tmp_path):
     """Seeded mutations of real model files: each loads or raises ValueError; no crash."""
-    sys.path.insert(0, os.path.join(HERE, "fuzz"))
+    sys.path.insert(0, os.path.join(TESTS, "fuzz"))
     try:
         from make_corpus import write_corpus
     finally:
         sys.path.pop(0)
     write_corpus(str(tmp_path), small=False)
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "_mutation_driver.py"), str(tmp_path), "120", "20240"],
+    proc = subprocess.run([sys.executable, os.path.join(TESTS, "_mutation_driver.py"), str(tmp_path), "120", "20240"],
                           capture_output=True, text=True, timeout=300, env=env)
     if proc.returncode < 0:
         pytest.fail(f"mutation driver killed by signal {signal.Signals(-proc.returncode).name}:\n{proc.stderr[-4000:]}")

@@ -1,5 +1,5 @@
 """LightGBM: TreeEnsemble.predict against LightGBM's own raw score and leaf routing, and exact
-PG² against a cell brute force through LightGBM's own predict (DESIGN §4 LightGBM)."""
+PG² against a cell brute force through LightGBM's own predict (docs/supported_models.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """scikit-learn: TreeEnsemble.predict against each estimator's own output and leaf routing, and
-exact PG² against a cell brute force through the estimator's own predict (DESIGN §4 scikit-learn)."""
+exact PG² against a cell brute force through the estimator's own predict (docs/supported_models.md)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ import pytest
 import pgexact
 from pgexact._core import model as core_model
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/, with the helpers
 
 
 def _split(f, border, index):
@@ -252,7 +252,7 @@ def _mutants(rng, raw, n):
 
 
 def _drive(seed_dir, n_per_file, seed):
-    sys.path.insert(0, HERE)
+    sys.path.insert(0, TESTS)
     from _mutation_driver import load_model
 
     rng = random.Random(seed)
