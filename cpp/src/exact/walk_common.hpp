@@ -1,0 +1,190 @@
+// Internal to the walk kernels (not installed): the node walks' shared pieces.
+//
+// The walk kernels (kernels.hpp: pass 1 per tree, the node-pair recursions, the single-feature
+// sweep, first moments) all move a box through a tree with an undo log and read interval
+// masses off the Workspace's boundary CDFs. The pieces they share live here, inline, so that
+// each algorithm can sit in its own file at no cost in the hot loops.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "pgexact/exact/kernels.hpp"
+
+namespace pgexact {
+namespace walk {
+
+using Cdf = Workspace::Cdf;
+using Frame = Workspace::Frame;
+using Undo = Workspace::Undo;
+
+// Probability of x' between two boundaries of one feature, taking the difference on the side
+// where both CDF values are small, so that tail intervals keep their relative precision.
+inline double mass(const Workspace& ws, std::int32_t lo, std::int32_t hi) {
+  const Cdf& l = ws.cdf[lo];
+  const Cdf& h = ws.cdf[hi];
+  const double m = l.lower >= 0.5 ? l.upper - h.upper : h.lower - l.lower;
+  return m > 0.0 ? m : 0.0;
+}
+
+inline std::uint64_t feature_bit(std::int32_t j) { return std::uint64_t{1} << (j % 64); }
+
+// Sets or clears feature j's bit. With more than 64 features bits are shared, so a bit is
+// only ever set: a superset of the true set keeps every pruning test conservative.
+inline std::uint64_t with_bit(std::uint64_t mask, std::int32_t j, bool on, bool exact_bits) {
+  const std::uint64_t bit = feature_bit(j);
+  if (on) return mask | bit;
+  return exact_bits ? (mask & ~bit) : mask;
+}
+
+inline std::int32_t fixed_child(const Arena& a, std::int32_t n, const double* x) {
+  return a.goes_left(n, x[a.feature[n]]) ? a.left[n] : a.right[n];
+}
+
+
+// Boundary CDFs of feature j for the current row (workspace.cpp).
+void fill_feature_cdf(const Arena& a, const Noise& noise, Workspace& ws, std::int32_t j);
+
+// Restores the intervals changed at depth >= depth.
+inline void unwind(Workspace& ws, std::vector<Undo>& log, std::int32_t depth) {
+  while (!log.empty() && log.back().depth >= depth) {
+    const Undo& u = log.back();
+    ws.box_lo[u.feature] = u.box_lo;
+    ws.box_hi[u.feature] = u.box_hi;
+    if (u.side >= 0) {
+      ws.region_lo[u.side][u.feature] = u.region_lo;
+      ws.region_hi[u.side][u.feature] = u.region_hi;
+    }
+    log.pop_back();
+  }
+}
+
+// Makes the interval state that of frame f: undo the siblings' subtrees, apply f's change.
+inline void enter(Workspace& ws, std::vector<Undo>& log, const Frame& f) {
+  unwind(ws, log, f.depth);
+  if (f.feature < 0) return;
+  const std::int32_t j = f.feature;
+  Undo u{f.depth, j, f.side, ws.box_lo[j], ws.box_hi[j], 0, 0};
+  ws.box_lo[j] = f.box_lo;
+  ws.box_hi[j] = f.box_hi;
+  if (f.side >= 0) {
+    u.region_lo = ws.region_lo[f.side][j];
+    u.region_hi = ws.region_hi[f.side][j];
+    ws.region_lo[f.side][j] = f.region_lo;
+    ws.region_hi[f.side][j] = f.region_hi;
+  }
+  log.push_back(u);
+}
+
+inline Frame plain_frame(double p, std::int32_t node, std::int32_t depth) {
+  return Frame{p, 0, 0, node, -1, depth, -1, -1, 0, 0, 0, 0};
+}
+
+inline Frame box_frame(double p, std::int32_t node, std::int32_t depth, std::int32_t j, std::int32_t lo,
+                       std::int32_t hi) {
+  return Frame{p, 0, 0, node, -1, depth, j, -1, lo, hi, 0, 0};
+}
+
+// Pushes the children of perturbed split n that the current box reaches, with their
+// probabilities, narrowing the box (no regions): pass 1 and the reference walk.
+inline void push_box_children(const Arena& a, Workspace& ws, std::vector<Frame>& frames, std::int32_t n,
+                              double p, std::int32_t depth) {
+  const std::int32_t j = a.feature[n];
+  const std::int32_t r = a.bound_index[n];
+  const std::int32_t lo = ws.box_lo[j];
+  const std::int32_t hi = ws.box_hi[j];
+  if (r <= lo) {
+    frames.push_back(plain_frame(p, a.right[n], depth + 1));
+  } else if (r >= hi) {
+    frames.push_back(plain_frame(p, a.left[n], depth + 1));
+  } else {
+    const double m = mass(ws, lo, hi);
+    const double pl = m > 0.0 ? p * (mass(ws, lo, r) / m) : 0.0;
+    const double pr = m > 0.0 ? p * (mass(ws, r, hi) / m) : 0.0;
+    frames.push_back(box_frame(pr, a.right[n], depth + 1, j, r, hi));
+    frames.push_back(box_frame(pl, a.left[n], depth + 1, j, lo, r));
+  }
+}
+
+// Visits, in pre-order, every node of the tree rooted at `root` that the perturbation can reach,
+// with the box narrowed to the node's region: visit(n, p) gets the node and P(box) (times p0).
+// Unperturbed splits follow x; the box is restored on return.
+template <typename Visit>
+void walk_reachable(const Arena& a, Workspace& ws, std::vector<Frame>& frames, std::vector<Undo>& log,
+                    std::int32_t root, double p0, Visit&& visit) {
+  frames.clear();
+  frames.push_back(plain_frame(p0, root, 0));
+  while (!frames.empty()) {
+    const Frame f = frames.back();
+    frames.pop_back();
+    enter(ws, log, f);
+    const std::int32_t n = f.a;
+    visit(n, f.p);
+    const std::int32_t j = a.feature[n];
+    if (j < 0) continue;
+    if (!ws.perturbed[j]) {
+      frames.push_back(plain_frame(f.p, fixed_child(a, n, ws.row), f.depth + 1));
+    } else {
+      push_box_children(a, ws, frames, n, f.p, f.depth);
+    }
+  }
+  unwind(ws, log, 0);
+}
+
+// One step of the pair recursion, shared by both versions: follows unperturbed splits (decided
+// by x) without branching, then either reports that the two subtrees are independent given the
+// box (returns true) or picks the side to split (*side = 0 for tree t's node n, 1 for m).
+inline bool pair_settle(const Arena& a, const Workspace& ws, std::int32_t& n, std::int32_t& m,
+                        std::uint64_t cut_a, std::uint64_t cut_b, int* side) {
+  const double* x = ws.row;
+  while (a.feature[n] >= 0 && !ws.perturbed[a.feature[n]]) n = fixed_child(a, n, x);
+  while (a.feature[m] >= 0 && !ws.perturbed[a.feature[m]]) m = fixed_child(a, m, x);
+  const std::uint64_t pmask = ws.perturbed_mask;
+  const std::uint64_t fn = a.feature[n] >= 0 ? a.subtree_features[n] & pmask : 0;
+  const std::uint64_t fm = a.feature[m] >= 0 ? a.subtree_features[m] & pmask : 0;
+  const bool cut_n = (cut_a & fn) != 0;
+  const bool cut_m = (cut_b & fm) != 0;
+  // Given the box, subtrees on disjoint independent features, each restricted by the box only
+  // where its own region already restricts it, are independent.
+  if (!cut_n && !cut_m && (fn & fm) == 0) return true;
+  // Split the side whose own features the other region cuts; otherwise the larger subtree.
+  if (cut_n) {
+    *side = 0;
+  } else if (cut_m) {
+    *side = 1;
+  } else {
+    *side = a.subtree_size[n] >= a.subtree_size[m] ? 0 : 1;
+  }
+  return false;
+}
+
+// Recursion depth of the pair walks (VariantRecursion) is at most the two trees' depths added;
+// beyond this the explicit-stack version runs instead, so no model can overflow a thread's stack.
+constexpr std::int32_t kMaxRecursionDepth = 256;
+
+// Marks the effectively perturbed features (requested and not NaN) and fills their boundary
+// CDFs. Returns how many there are; *last is the highest one (workspace.cpp).
+std::int32_t set_perturbed(const Arena& a, const Noise& noise, const std::uint8_t* perturbed, Workspace& ws,
+                           std::int32_t* last);
+
+// Pass 1 for one tree (tree_moments.cpp).
+bool tree_moments(const Arena& a, Workspace& ws, std::int64_t t, double* var_out, double* bias_out);
+
+// Cov(f_t, f_s) by the explicit-stack pair recursion, for trees too deep for the call stack
+// (pair_walk_deep.cpp).
+double pair_covariance_deep(const Arena& a, Workspace& ws, std::int64_t t, std::int64_t s, bool exact_bits);
+
+// The paper's unpruned pre-order pair walk for first tree t (reference_walk.cpp).
+double tree_covariances_reference(const Arena& a, Workspace& ws, std::int64_t t, const std::int32_t* partners,
+                                  std::size_t n_partners);
+
+// PG2 with the single feature j perturbed: the bucket sweep (single_feature_sweep.cpp).
+double pg2_single_feature(const Arena& a, Workspace& ws, std::int32_t j);
+
+// The shared node-pair walk of several variants (shared_walks.cpp).
+void walk_variants(const Arena& a, const Noise& noise, const Variant* variants, const std::int32_t* walked,
+                   std::int32_t n_walked, bool skipping, Workspace& ws, double* out);
+
+}  // namespace walk
+}  // namespace pgexact
