@@ -46,7 +46,7 @@ LAYERS: List[Tuple[str, List[str]]] = [
                "pgexact._sklearn", "pgexact._pipeline", "pgexact._target", "pgexact._outputs"]),
     ("arguments", ["pgexact._data", "pgexact._data.", "pgexact.noise", "pgexact._typing",
                    "pgexact._validation", "pgexact._columns"]),
-    ("base", ["pgexact._core", "pgexact._core.", "pgexact._optional"]),
+    ("base", ["pgexact._core", "pgexact._core.", "pgexact._optional", "pgexact._warnings"]),
 ]
 
 

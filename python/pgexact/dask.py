@@ -103,10 +103,14 @@ def _run_block(ens: TreeEnsemble, x: np.ndarray, *row_args: np.ndarray, metric: 
     return _in_memory(metric)(ens, rows, **kw)
 
 
-def _frame_to_float64(df: Any) -> Any:
-    """A pandas partition as float64 columns (pd.NA -> NaN), as ``as_matrix`` converts it."""
+def _frame_to_float64(df: Any, ens: Optional[TreeEnsemble] = None) -> Any:
+    """A pandas partition as float64 columns (pd.NA -> NaN; category columns coded as the
+    model's library codes them), as ``as_matrix`` converts it, in the partition's own order."""
     import pandas as pd
 
+    if ens is not None and any(isinstance(t, pd.CategoricalDtype) for t in df.dtypes):
+        values, order = as_matrix_ordered(df, ens)
+        return pd.DataFrame(order.columns_out(values), index=df.index, columns=df.columns)
     try:
         values = df.to_numpy(dtype=np.float64, na_value=np.nan)
     except (TypeError, ValueError) as exc:
@@ -194,8 +198,8 @@ def _as_dask_matrix(X: Any, ens: TreeEnsemble) -> Tuple[da.Array, Optional[List[
             names = list(order.names)
             wanted = set(names)
             X = X[[c for c in X.columns if str(c) in wanted]]
-        meta_out = _frame_to_float64(X._meta)
-        X = X.map_partitions(_frame_to_float64, meta=meta_out).to_dask_array(lengths=True)
+        meta_out = _frame_to_float64(X._meta.astype({c: np.float64 for c in X._meta.columns}))
+        X = X.map_partitions(_frame_to_float64, ens, meta=meta_out).to_dask_array(lengths=True)
     elif is_dask_collection(X) and not isinstance(X, da.Array):
         raise TypeError(
             f"X: expected a 2-D dask.array.Array or a dask DataFrame, got {type(X).__name__}"

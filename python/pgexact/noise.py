@@ -485,13 +485,24 @@ def scaled(X_background: Any, scale: float = 0.3) -> Any:
     numpy.ndarray or pandas.Series of shape (d,)
         ``scale * std`` per feature (population standard deviation, NaN ignored). A DataFrame
         gives a Series indexed by its column names, which the metrics match by name
-        (``docs/columns.md``); an array gives an array in its column order.
+        (``docs/columns.md``); an array gives an array in its column order. A pandas
+        ``category`` column gets 1.0, which is not used: a feature the model reads by category
+        is perturbed by category (:func:`categorical`), not by additive noise.
     """
     if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.number)):
         raise TypeError(f"scale: expected a positive float, got {scale!r}")
     if not (math.isfinite(float(scale)) and float(scale) > 0):
         raise ValueError(f"scale: expected a positive finite float, got {scale!r}")
     is_frame = hasattr(X_background, "columns") and hasattr(X_background, "to_numpy")
+    categories = []
+    if is_frame:  # pandas category columns are perturbed by category: sigma does not apply
+        import pandas as pd
+
+        categories = [j for j, t in enumerate(X_background.dtypes) if isinstance(t, pd.CategoricalDtype)]
+        if categories:
+            X_background = X_background.copy()
+            for j in categories:
+                X_background.isetitem(j, np.arange(len(X_background)) % 2)  # any spread: replaced below
     try:
         data = (X_background.to_numpy(dtype=np.float64, na_value=np.nan) if is_frame
                 else np.asarray(X_background, dtype=np.float64))
@@ -509,6 +520,7 @@ def scaled(X_background: Any, scale: float = 0.3) -> Any:
         raise ValueError(f"X_background: no spread in column(s) {labels}; pass more varied rows, or "
                          "give those features a sigma of your own")
     sigma = float(scale) * std
+    sigma[categories] = 1.0  # unused: a category feature draws categories (noise.categorical)
     if is_frame:
         import pandas as pd
 

@@ -79,7 +79,7 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
         target = predictor(model, output, n_jobs)
         A, order = as_matrix_ordered(X, target)
         n, d = A.shape
-        kn = as_noise(noise, sigma, mc._structure(model, output), order)
+        kn = as_noise(noise, sigma, mc._structure(model, output, d), order)
     K = as_top_k(k, d)
     # attribution columns follow X's (by name for a DataFrame); the ranking holds model indices
     ranking = call.attribution_ranking(attributions) if exact else \

@@ -151,7 +151,8 @@ def test_every_simd_build_gives_the_same_bits(tmp_path, xgb_model):
         env.pop("PGEXACT_PASSES", None)
         if level != "best":
             env["PGEXACT_PASSES"] = level
-        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, check=True)
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, check=True,
+                              timeout=600)
         results[level] = pickle.loads(done.stdout)
     for level in ("base", "v3"):
         for a, b in zip(results[level], results["best"]):

@@ -317,14 +317,18 @@ def test_feature_names_and_dataframe():
     assert pgexact.load(m_plain).feature_names is None  # LightGBM's Column_i are not names
 
 
-def test_pandas_category_columns_are_refused():
+def test_pandas_category_columns_read_as_lightgbm_reads_them():
+    # issue 29: a model trained on pandas category columns (it used to be refused) maps a
+    # frame's category columns onto its pandas_categorical, as LightGBM's own predict does
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"a": rng.normal(size=300), "b": pd.Categorical(rng.choice([10, 20, 30, 50], 300))})
     y = df["a"] + (df["b"].astype(int) == 20)
     m = lgb.LGBMRegressor(n_estimators=3, min_child_samples=5, **{k: v for k, v in BASE.items()
                                                                   if k != "min_data_in_leaf"}).fit(df, y)
-    with pytest.raises(ValueError, match="category"):
-        pgexact.load(m)
+    np.testing.assert_allclose(pgexact.load(m).predict(df), m.predict(df, raw_score=True), rtol=1e-13)
+    shuffled = df.assign(b=df["b"].cat.reorder_categories([50, 30, 20, 10]))
+    np.testing.assert_allclose(pgexact.load(m).predict(shuffled), m.predict(df, raw_score=True),
+                               rtol=1e-13)
     # a DataFrame without category columns is fine
     m2 = lgb.LGBMRegressor(n_estimators=3, **BASE).fit(df[["a"]], y)
     assert pgexact.load(m2).feature_names == ["a"]

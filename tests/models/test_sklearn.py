@@ -363,12 +363,18 @@ def test_hist_categorical_perturbed_by_category():
     np.testing.assert_allclose(got, ref, rtol=RTOL, atol=1e-15)
 
 
-def test_hist_string_categories_refused():
+def test_hist_string_categories_read_through_its_encoder():
+    # issue 29: string categories (categorical_features="from_dtype") are read as the fitted
+    # encoder reads them (they used to be refused); non-integer numeric ones still are
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"a": rng.normal(size=200), "b": pd.Categorical(rng.choice(["x", "y", "z"], 200))})
     m = HistGradientBoostingRegressor(max_iter=3).fit(df, df["a"] + (df["b"] == "y"))
-    with pytest.raises(ValueError, match="non-numeric categories"):
-        pgexact.load(m)
+    np.testing.assert_allclose(pgexact.load(m).predict(df), m.predict(df), rtol=1e-13)
+    assert np.all(np.isfinite(pgexact.pgi2(m, df.iloc[:5], sigma=0.3)))
+    frac = pd.DataFrame({"a": df["a"], "b": pd.Categorical(rng.choice([0.5, 1.5, 2.5], 200))})
+    m2 = HistGradientBoostingRegressor(max_iter=3).fit(frac, frac["a"] + (frac["b"] == 1.5))
+    with pytest.raises(ValueError, match="not integers"):
+        pgexact.load(m2)
 
 
 def test_feature_names_from_dataframe():

@@ -10,6 +10,7 @@ from typing import Any, List, Optional, Protocol, Tuple
 
 import numpy as np
 
+from . import _userdata
 from ._columns import ColumnOrder, identity_order, match_frame, uses_lightgbm_names
 
 __all__ = ["Columns", "as_matrix", "as_matrix_ordered", "is_dataframe"]
@@ -55,19 +56,19 @@ def as_matrix_ordered(X: Any, ensemble: "Columns", name: str = "X") -> Tuple[np.
     """
     d = ensemble.n_features
     order = identity_order(ensemble.feature_names)
+    X = _userdata.read_rows(X, ensemble, name)  # a DMatrix / sparse matrix as its library reads it
     if is_dataframe(X):
         columns = [str(c) for c in X.columns]
         pos, order = match_frame(columns, ensemble.feature_names, d, uses_lightgbm_names(ensemble), name)
         if pos is not None:
             X = X.iloc[:, pos]
+        X = _userdata.frame_categories(X, ensemble, name)  # category columns as the library codes them
         if any(dt == object or str(dt).startswith("str") for dt in X.dtypes):
             _refuse_strings(X.to_numpy(), name)
         try:
             X = X.to_numpy(dtype=np.float64, na_value=np.nan)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{name}: DataFrame columns must be numeric ({exc})") from None
-    elif hasattr(X, "toarray") and hasattr(X, "nnz"):
-        raise TypeError(f"{name}: sparse matrices are not supported; pass a dense array")
     try:
         arr = np.asarray(X)
     except Exception as exc:  # pragma: no cover - exotic array-likes
@@ -99,4 +100,6 @@ def as_matrix_ordered(X: Any, ensemble: "Columns", name: str = "X") -> Tuple[np.
             f"{name}: contains infinite values (first at row {i}, column {j}); pgexact needs finite "
             "inputs, with NaN for a missing value"
         )
+    _userdata.check_missing(arr, ensemble, order.names,
+                            lambda j: order.ranking_out(np.array([j]))[0], name)
     return arr, order

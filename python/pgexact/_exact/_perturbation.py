@@ -14,6 +14,7 @@ from typing import Any, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
+from .. import _warnings
 from .. import noise as _noise
 from .._data._columns import ColumnOrder
 
@@ -76,11 +77,11 @@ def warn_large_sigma(X: np.ndarray, noise: Any, order: Optional[ColumnOrder] = N
     label = str(j) if order is None else str(int(order.ranking_out(np.array([j]))[0]))
     if order is not None and order.names is not None:
         label = repr(order.names[int(label)])
-    warnings.warn(
+    _warnings.warn(
         f"sigma: {sigma[j]:.3g} is {sigma[j] / std[j]:.1f} standard deviations of feature {label} in X "
         f"({large.size} feature(s) above {LARGE_SIGMA:g}); the perturbation may dwarf the data. "
         "Consider sigma=pgexact.noise.scaled(X_background, 0.3). Shown once per session.",
-        UserWarning, stacklevel=4)
+        UserWarning)
 
 
 def _noise_item(item: Any, j: Optional[int]) -> Any:

@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any, Callable, Optional, Tuple, Type
 
 from .._optional import optional
+from .._warnings import user_stacklevel
 
 __all__ = ["PerformanceWarning", "Progress", "WARN_SECONDS", "check_progress"]
 
@@ -33,16 +34,6 @@ WARN_SECONDS = 60.0
 BAR_SECONDS = 2.0
 #: and only after the call has run this long (so that the projection means something)
 SETTLE_SECONDS = 0.5
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` of the first frame outside pgexact: the user's call."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("pgexact"):
-        frame = frame.f_back  # type: ignore[assignment]
-        level += 1
-    return level
 
 
 class PerformanceWarning(UserWarning):
@@ -142,7 +133,7 @@ class Progress:
                         f"{projected:.0f} s (pgexact.estimate gives the same projection before a "
                         f"call). To speed it up: more threads (n_jobs), fewer rows, pgexact.dask "
                         f"to spread rows over workers, or a Monte Carlo estimate (pgexact.mc).",
-                        PerformanceWarning, stacklevel=_user_stacklevel())
+                        PerformanceWarning, stacklevel=user_stacklevel())
                 if self._bar is None and self.mode is None and projected > BAR_SECONDS:
                     self._open()
         if self._bar is not None:

@@ -26,6 +26,7 @@ import numpy as np
 from . import _catboost, _lightgbm, _parsers, _sklearn, _xgboost
 from ._pipeline import is_pipeline
 from ._target import Target
+from .._data._userdata import data_policy
 from ._outputs import ALL, ModelOutputs, class_labels, is_all, positions, refuse_all, single_position
 from ..ensemble import TreeEnsemble
 
@@ -183,7 +184,13 @@ def load_outputs(model: Any, output: Any = None, all_by_default: bool = False) -
     labels = None if isinstance(model, (TreeEnsemble, str, os.PathLike)) else class_labels(model)
     if output is None and all_by_default and outputs.default is None and outputs.n_outputs > 1:
         output = ALL
-    return [_select(model, outputs, k) for k in positions(output, outputs, labels)]
+    selected = [_select(model, outputs, k) for k in positions(output, outputs, labels)]
+    if not isinstance(model, (TreeEnsemble, str, os.PathLike)):
+        # how the library reads rows (categories, sparse entries, NaN), asked of the object once
+        policy = data_policy(model, selected[0])
+        for ens in selected:
+            ens._meta["data_policy"] = policy
+    return selected
 
 
 def load(model: Any, output: Any = None) -> TreeEnsemble:
@@ -230,6 +237,13 @@ def _ensemble_target(model: Any, output: Any, n_jobs: Optional[int]) -> Target:
     return Target(predict, int(te.n_features), list(names) if names else None, te)
 
 
+def _one_margin(model: Any) -> bool:
+    """A binary classifier with one raw output (a margin): every boosted classifier; not the
+    scikit-learn trees and forests, whose ``predict_proba`` has a column per class."""
+    module = type(model).__module__ or ""
+    return not (module.startswith("sklearn.tree") or module.startswith("sklearn.ensemble._forest"))
+
+
 def predictor(model: Any, output: Any = None, n_jobs: Optional[int] = None) -> Target:
     """The batched raw predict Monte Carlo uses for ``model``.
 
@@ -254,6 +268,10 @@ def predictor(model: Any, output: Any = None, n_jobs: Optional[int] = None) -> T
     refuse_all(output, "Monte Carlo (the library's own predict)")
     for family in FAMILIES:
         if family.owns(model):
-            k = single_position(output, None, class_labels(model), type(model).__name__)
+            labels = class_labels(model)
+            # a binary boosted classifier has one output (the positive class's margin), and
+            # its class labels are read as the exact functions read them
+            n = 1 if labels is not None and len(labels) == 2 and _one_margin(model) else None
+            k = single_position(output, n, labels, type(model).__name__)
             return family.predictor(model, k, n_jobs)
     return _ensemble_target(model, output, n_jobs)

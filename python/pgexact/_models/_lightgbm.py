@@ -12,7 +12,6 @@ for regression and what the predicted probability is the sigmoid / softmax of; L
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Callable, List, Optional
 
@@ -44,29 +43,12 @@ def _feature_names(info: _parsers.LightGBMModelInfo) -> Optional[List[str]]:
     return names
 
 
-def _refuse_pandas_categorical(info: _parsers.LightGBMModelInfo) -> None:
-    """LightGBM maps pandas category values to codes inside predict(DataFrame); pgexact reads the
-    values as numbers, so its routing would silently differ. Refuse such models."""
-    raw = info.pandas_categorical.strip()
-    if raw in ("", "null", "[]"):
-        return
-    try:
-        cats = json.loads(raw)
-    except ValueError:
-        cats = [raw]
-    if isinstance(cats, list) and any(c for c in cats):
-        raise ValueError(
-            "model: this LightGBM model was trained on a pandas DataFrame with 'category' columns; "
-            "LightGBM recodes those values inside its own predict, which pgexact does not reproduce. "
-            "Retrain on integer-coded columns (categorical_feature=[...]) to use pgexact"
-        )
-
-
 def lightgbm_outputs(text: Any, n_iterations: int, source: str,
                      check: Optional[Callable[[TreeEnsemble], None]] = None) -> ModelOutputs:
     """Parse a LightGBM text model (str or bytes) once; each output is selected from that parse."""
     full, info = _parsers.parse_lightgbm_text(text, n_iterations)
-    _refuse_pandas_categorical(info)
+    # a model trained on pandas category columns: a DataFrame's category columns are mapped
+    # onto its pandas_categorical as LightGBM's own predict does (pgexact._data._userdata)
     objective = info.objective.split(" ")[0]
     what = f"LightGBM model (objective {objective!r})" if objective else "LightGBM model"
     return arena_outputs(full, what, check, feature_names=_feature_names(info), source=source,

@@ -178,6 +178,8 @@ def single_position(output: Any, n_outputs: Optional[int], labels: Optional[Sequ
         The output of ``output=None``.
     """
     labels_apply = labels is not None and (n_outputs is None or len(labels) == n_outputs)
+    if labels is not None and n_outputs == 1 and len(labels) == 2:
+        return _binary_margin_position(output, labels, what, default)
     if output is None:
         if default is not None or n_outputs is None:
             return default
@@ -228,6 +230,44 @@ def single_position(output: Any, n_outputs: Optional[int], labels: Optional[Sequ
             raise TypeError(f"output: expected an integer position or 'all', got {output!r}")
         return _nonnegative(int(output))
     return as_output(output, n_outputs, what)
+
+
+def _binary_margin_position(output: Any, labels: Sequence[Any], what: str,
+                            default: Optional[int]) -> Optional[int]:
+    """``output`` of a binary boosted classifier: one output, the margin of ``classes_[1]``.
+
+    Class labels mean what they mean for every other classifier: the positive class's label
+    selects the margin; the negative class's label is refused, saying why (its margin is the
+    negation of the positive one's, with the same PG²); a bare int that is not a label is
+    refused too (it would silently mean position 0, the positive class): positions are said
+    with :class:`ClassPosition`.
+    """
+    if output is None:
+        return default if default is not None else 0
+    if isinstance(output, ClassPosition):
+        k = output.position
+        if not _is_int(k):
+            raise TypeError(f"output: ClassPosition expects an integer, got {k!r}")
+        return as_output(int(k), 1, what)
+    value = output.label if isinstance(output, ClassLabel) else output
+    p = _label_position(value, labels)
+    if p == 1:
+        return 0
+    if p == 0:
+        raise ValueError(
+            f"output: {value!r} is the negative class of this binary {what} (classes_ "
+            f"{_show(labels)}); the model has one output, the margin (log-odds) of the positive "
+            f"class {labels[1]!r}, and the negative class's margin is its negation, with the same "
+            f"PG², PGI², PGU² and rankings: pass output={labels[1]!r} (or leave output out)")
+    if isinstance(output, ClassLabel) or not _is_int(value):
+        if isinstance(output, ClassLabel) or not isinstance(value, (float, np.floating, str)):
+            raise ValueError(f"output: {value!r} is not one of the class labels {_show(labels)}")
+        raise TypeError(f"output: expected a class label in {_show(labels)}, "
+                        f"pgexact.ClassPosition(0) or None, got {value!r}")
+    raise ValueError(
+        f"output: {value!r} is not a class label of this binary {what} (classes_ "
+        f"{_show(labels)}); its one output is the margin of class {labels[1]!r}: pass "
+        f"output={labels[1]!r}, leave output out, or say output=pgexact.ClassPosition(0)")
 
 
 def _nonnegative(k: int) -> int:

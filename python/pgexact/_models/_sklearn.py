@@ -195,6 +195,7 @@ class _HistCategories:
         if self.prep is None or is_cat is None:
             self.original = np.arange(d)
             self.categories: Dict[int, np.ndarray] = {}
+            self.string_features: Dict[int, List[Any]] = {}
             return
         is_cat = np.asarray(is_cat, dtype=bool)
         # The preprocessor's ColumnTransformer puts the encoded categorical columns first.
@@ -203,16 +204,21 @@ class _HistCategories:
         encoder = self.prep.named_transformers_["encoder"]
         names = _feature_names(model)
         self.categories = {}
+        self.string_features = {}  # input column -> its string categories (read as codes 0..k-1)
         for i, (col, cats) in enumerate(zip(cat_cols, encoder.categories_)):
             name = repr(names[col]) if names else f"{col}"
             cats = np.asarray(cats)
             try:
                 raw = cats.astype(np.float64)
             except (TypeError, ValueError):
-                raise ValueError(
-                    f"model: categorical feature {name} of this {type(model).__name__} has non-numeric "
-                    "categories; pgexact reads numeric input only"
-                ) from None
+                # string categories (categorical_features="from_dtype" on pandas category or
+                # text columns): pgexact reads the encoder's codes, 0..k-1, which is what a
+                # DataFrame's categories become (pgexact._userdata) and what a numeric X holds
+                raw = np.arange(sum(1 for v in cats.tolist()
+                                    if not (isinstance(v, float) and np.isnan(v))),
+                                dtype=np.float64)
+                self.string_features[int(col)] = [v for v in cats.tolist()
+                                                  if not (isinstance(v, float) and np.isnan(v))]
             raw = raw[~np.isnan(raw)]
             if raw.size and (np.any(raw < 0) or np.any(raw != np.floor(raw)) or np.max(raw) >= 2 ** 24):
                 raise ValueError(
@@ -338,6 +344,21 @@ def accepts(model: Any) -> bool:
                for c in type(model).__mro__)
 
 
+def _hist_frame(model: Any, X: np.ndarray, strings: Dict[int, List[Any]]) -> Any:
+    """Rows whose string-categorical columns hold codes, as the DataFrame of categories the
+    model was fitted on (its own encoder then reads them; NaN / unknown codes are missing)."""
+    import pandas as pd
+
+    names = list(getattr(model, "feature_names_in_", range(X.shape[1])))
+    frame = pd.DataFrame(X, columns=names)
+    for col, cats in strings.items():
+        codes = X[:, col]
+        ok = np.isfinite(codes) & (codes >= 0) & (codes < len(cats)) & (codes == np.floor(codes))
+        frame.isetitem(col, pd.Categorical.from_codes(np.where(ok, codes, -1).astype(np.int64),
+                                                      categories=cats))
+    return frame
+
+
 def sklearn_target(model: Any, output: Optional[int], n_jobs: Optional[int]) -> Target:
     """Monte Carlo's view of a scikit-learn model: its own raw output on our threads.
 
@@ -355,8 +376,11 @@ def sklearn_target(model: Any, output: Optional[int], n_jobs: Optional[int]) -> 
 
     raw: Callable[[np.ndarray], Any]
     if name.startswith("HistGradientBoosting"):
+        strings = _HistCategories(model).string_features
+
         def raw(X: np.ndarray) -> Any:
-            return model_._raw_predict(X, n_threads=threads)
+            return model_._raw_predict(_hist_frame(model_, X, strings) if strings else X,
+                                       n_threads=threads)
     elif name.startswith("GradientBoosting") and hasattr(model_, "decision_function"):
         raw = model_.decision_function
     elif hasattr(model_, "predict_proba") and hasattr(model_, "classes_"):

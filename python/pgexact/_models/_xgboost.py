@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _parsers
 from ._target import Target, n_threads, select_output
+from .._data._userdata import xgboost_json_categories
 from ._outputs import ModelOutputs, arena_outputs
 from ..ensemble import TreeEnsemble
 
@@ -85,9 +86,12 @@ def xgboost_outputs(raw: bytes, n_iterations: int, source: str,
     ``check(ensemble)`` runs on every selected output (the comparison with XGBoost's margin).
     """
     full, info = _parsers.parse_xgboost_json(raw, n_iterations)
+    meta = info.as_dict()
+    # the categories XGBoost stored for pandas category columns (it re-codes a frame to them)
+    meta["xgboost_categories"] = xgboost_json_categories(raw)
     feature_names = names if names is not None else (info.feature_names or None)
     return arena_outputs(full, "XGBoost model", check, always_select=True,
-                         feature_names=feature_names, source=source, meta=info.as_dict())
+                         feature_names=feature_names, source=source, meta=meta)
 
 
 def _check_against_xgboost(ens: TreeEnsemble, booster: Any, n_iterations: int) -> None:

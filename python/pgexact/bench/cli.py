@@ -13,7 +13,7 @@ from .common import PROG, UsageError
 from .conciseness import cmd_conciseness
 from .data import DATASETS
 from .demo import cmd_demo
-from .models import GRID, RECIPES
+from .models import GRID, RECIPES, output_arg
 from .paper import cmd_paper
 from .ranker_models import LIBRARIES
 from .rankers import QUICK, cmd_rankers
@@ -116,6 +116,12 @@ def _model_options() -> argparse.ArgumentParser:
     group.add_argument("--grid-search", action="store_true",
                        help="choose eta and subsample by 5-fold CV over the paper-style grid "
                             f"eta {GRID['learning_rate']} x subsample {GRID['subsample']}")
+    group.add_argument("--output", type=output_arg, default=None, metavar="OUT",
+                       help="which output of a model with several (a multi-class classifier): a "
+                            "position 0..K-1 (a model file records no class labels), a class "
+                            "label of a model that records them, or 'all' for every output (one "
+                            "table, one panel and one results.json entry each); required for a "
+                            "model with several outputs (default: its only output)")
     return model
 
 
@@ -141,8 +147,9 @@ def _add_demo(sub: Subparsers, common: argparse.ArgumentParser) -> None:
         description="Train a 40-tree depth-4 XGBoost regressor on scikit-learn's diabetes data "
                     "and compare exact PGI2 with Monte Carlo at several sample counts.",
     )
-    p.add_argument("--rows", type=positive_int, default=100,
-                   help="test rows to evaluate (at most the 89 test rows; default: %(default)s)")
+    p.add_argument("--rows", type=positive_int, default=None,
+                   help="test rows to evaluate, the first N of the 89 in the 80:20 split "
+                        "(default: all 89)")
     p.add_argument("--sigma", type=positive_float, default=0.3,
                    help="noise standard deviation, in standardised units (default: %(default)s)")
     p.add_argument("--iterations", type=positive_int, nargs="+", default=[10, 100, 1000],
@@ -214,7 +221,10 @@ def _add_paper(sub: Subparsers, common: argparse.ArgumentParser,
         description="accuracy, ranking, conciseness and speed on the wine and California housing "
                     "data, single-tree and Bigger models; writes results.json, four figures "
                     "and REPORT.md (next to the paper authors' numbers) into --out. With the "
-                    "defaults and --n-jobs 1 it takes about 5-8 minutes on a busy 2-core machine.",
+                    "defaults and --n-jobs 1 it takes several minutes (5-8 on a busy 2-core "
+                    "machine when each timing was taken once; the accuracy timings are now the "
+                    "median of at least three runs, so expect that part to take about three "
+                    "times as long).",
     )
     p.add_argument("--data-dir", default=None, metavar="DIR",
                    help=DATA_DIR_HELP)

@@ -20,6 +20,7 @@ from .._optional import install_hint, optional
 
 __all__ = [
     "Args", "Json", "PROG", "UsageError", "bar", "bars_enabled", "call_progress", "best_time", "echo", "finish_command",
+    "finish_outputs", "median_time", "output_axes",
     "first_line", "float_key",
     "fmt_time", "join_floats", "json_default", "load_average", "log", "markdown_table",
     "pg_column", "progress", "require_matplotlib", "require_xgboost", "save_figure",
@@ -176,6 +177,21 @@ def best_time(fn: Callable[[], T], *, min_total: float = 0.25,
     return out, best
 
 
+def median_time(fn: Callable[[], T], *, runs: int = 5, min_runs: int = 3,
+                budget: float = 2.0) -> Tuple[T, float, int]:
+    """(result of the first call, the median of its timed calls, how many were timed).
+
+    ``min_runs`` calls always, then more up to ``runs`` while the calls so far took less than
+    ``budget`` seconds together: one noisy timing (a busy machine, a cold cache) never decides
+    a comparison on its own.
+    """
+    out, t = timed(fn)
+    times = [t]
+    while len(times) < min_runs or (len(times) < runs and sum(times) < budget):
+        times.append(timed(fn)[1])
+    return out, float(np.median(times)), len(times)
+
+
 def first_line(exc: BaseException) -> str:
     """The first line of an exception message, for one-line errors."""
     text = str(exc).strip().splitlines()
@@ -202,12 +218,12 @@ def save_figure(args: Args, fig: Any, name: str) -> str:
         from PIL import Image
 
         buf = io.BytesIO()
-        fig.savefig(buf, dpi=90, format="png")
+        fig.savefig(buf, dpi=90, format="png", bbox_inches="tight")
         buf.seek(0)
         with Image.open(buf) as im:
             im.convert("RGB").quantize(colors=128).save(path, optimize=True)
     except Exception:  # noqa: BLE001 - no Pillow, or it failed: matplotlib's own PNG
-        fig.savefig(path, dpi=90)
+        fig.savefig(path, dpi=90, bbox_inches="tight")
     plt.close(fig)
     log(args, f"wrote {path}")
     return path
@@ -261,6 +277,32 @@ def float_key(x: float, mapping: Iterable[str]) -> Optional[str]:
         if float(k) == x:
             return k
     return None
+
+
+def output_axes(n_outputs: int, ncols: int, size: Tuple[float, float]) -> Tuple[Any, Any]:
+    """A figure with one row of ``ncols`` panels per output: ``(fig, axes[output][col])``."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(n_outputs, ncols, figsize=(size[0], size[1] * n_outputs),
+                             squeeze=False)
+    return fig, axes
+
+
+def finish_outputs(args: Args, fig: Any, png_name: str, head: Json, setups: Sequence[Any],
+                   results: Sequence[Json]) -> int:
+    """:func:`finish_command` for one result per output of the model (``--output``).
+
+    One output: results.json as always, the output named in ``model``. Several (``--output
+    all``): ``model`` describes the model and ``outputs`` holds each output's results next to
+    its name and model description.
+    """
+    if len(results) == 1:
+        return finish_command(args, fig, png_name, dict(head, model=setups[0].info), results[0])
+    model = {k: v for k, v in setups[0].info.items()
+             if k not in ("output", "output_name", "n_trees", "n_leaves", "n_nodes", "test_rmse")}
+    per = [dict(output=s.info.get("output"), output_name=s.output_name, model=s.info, **r)
+           for s, r in zip(setups, results)]
+    return finish_command(args, fig, png_name, dict(head, model=model), dict(outputs=per))
 
 
 def finish_command(args: Args, fig: Any, png_name: str, head: Json, res: Json) -> int:

@@ -9,10 +9,10 @@ import numpy as np
 
 from pgexact import metrics
 
-from .common import (Args, Json, echo, finish_command, pg_column, require_matplotlib,
+from .common import (Args, Json, echo, finish_outputs, output_axes, pg_column, require_matplotlib,
                      text_table)
 from .data import eval_rows
-from .models import Setup, model_line, prepare_setup
+from .models import Setup, model_line, prepare_setups
 from .ranking import greedy_rankings, shap_ranking
 
 __all__ = ["SCHEMES", "cmd_conciseness", "conciseness_table", "plot_conciseness",
@@ -73,21 +73,23 @@ def plot_conciseness(ax: Any, res: Json, title: str, reference: Optional[Json] =
 
 
 def cmd_conciseness(args: Args) -> int:
-    """The ``conciseness`` subcommand: run, print the table, write the figure and JSON."""
+    """The ``conciseness`` subcommand: run, print the table, write the figure and JSON (one
+    panel and one result per output ``--output`` selects)."""
     require_matplotlib()
-    setup = prepare_setup(args)
-    X = eval_rows(setup.data, args.samples or 200, args.seed + 1)
-    res = run_conciseness(args, setup, X, args.sigma)
-    echo(f"pgexact conciseness: {model_line(setup)}\n{res['rows']} test rows; entropy in bits "
-         f"of the aggregated rankings (lower = more concise; at most log2(d) = "
-         f"{res['max_entropy_bits']:.3f})\n")
-    echo(conciseness_table(res))
-    echo("\ntop-3 features by the geom score: " + "; ".join(
-        f"{c}: {', '.join(v)}" for c, v in res["top_features_geom"].items()))
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    plot_conciseness(ax, res, f"{setup.label}: conciseness of the aggregated rankings")
-    head = dict(command="conciseness", data=setup.data.describe(), model=setup.info,
-                seed=args.seed)
-    return finish_command(args, fig, "conciseness.png", head, res)
+    setups = prepare_setups(args)
+    X = eval_rows(setups[0].data, args.samples or 200, args.seed + 1)
+    fig, axes = output_axes(len(setups), 1, (6.4, 4.4))
+    results = []
+    for setup, (ax,) in zip(setups, axes):
+        res = run_conciseness(args, setup, X, args.sigma)
+        echo(f"pgexact conciseness: {model_line(setup)}\n{res['rows']} test rows; entropy in "
+             f"bits of the aggregated rankings (lower = more concise; at most log2(d) = "
+             f"{res['max_entropy_bits']:.3f})\n")
+        echo(conciseness_table(res))
+        echo("\ntop-3 features by the geom score: " + "; ".join(
+            f"{c}: {', '.join(v)}" for c, v in res["top_features_geom"].items()))
+        echo()
+        plot_conciseness(ax, res, f"{setup.label}: conciseness of the aggregated rankings")
+        results.append(res)
+    head = dict(command="conciseness", data=setups[0].data.describe(), seed=args.seed)
+    return finish_outputs(args, fig, "conciseness.png", head, setups, results)

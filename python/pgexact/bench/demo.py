@@ -84,7 +84,7 @@ def demo_table(results: Sequence[Json]) -> str:
 def cmd_demo(args: Args) -> int:
     """The ``demo`` subcommand: train, compare, print the table, write results.json."""
     require_xgboost()
-    if args.rows < 1:
+    if args.rows is not None and args.rows < 1:
         raise UsageError("--rows must be >= 1")
     if not args.sigma > 0:
         raise UsageError("--sigma must be positive")
@@ -95,7 +95,10 @@ def cmd_demo(args: Args) -> int:
     data = load_named("diabetes", None, seed=args.seed)
     model = fit_xgb(data.Xtr, data.ytr, RECIPES["bigger"], seed=args.seed, n_jobs=args.n_jobs)
     names = data.names
-    X = data.Xte[: args.rows]
+    if args.rows is not None and args.rows > data.Xte.shape[0]:
+        raise UsageError(f"--rows: the diabetes test split has {data.Xte.shape[0]} rows; pass "
+                         f"at most {data.Xte.shape[0]} (or leave --rows out for all of them)")
+    X = data.Xte if args.rows is None else data.Xte[: args.rows]
     n, d = X.shape
     rmse = float(np.sqrt(np.mean((model.predict(data.Xte) - data.yte) ** 2)))
 

@@ -4,20 +4,22 @@ saved model file, and the :class:`Setup` (data, model, TreeEnsemble) every exper
 from __future__ import annotations
 
 import os
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
 import pgexact
+from pgexact._models._adapters import load_outputs
 from pgexact._models._catboost import catboost_model_file, looks_like_catboost_json
+from pgexact._models._outputs import ClassPosition, class_labels
 from pgexact._data._columns import lightgbm_name, uses_lightgbm_names
 from pgexact.ensemble import TreeEnsemble
 
 from .common import Args, Json, UsageError, echo, first_line, log, require_xgboost
-from .data import Dataset, load_data
+from .data import Dataset, load_data, missing_rows_rule
 
 __all__ = ["GRID", "RECIPES", "Setup", "align_to_model", "fit_recipe", "fit_xgb", "load_model_file", "model_line",
-           "prepare_setup", "xgb_regressor"]
+           "output_arg", "prepare_setup", "prepare_setups", "xgb_regressor"]
 
 RECIPES = {
     "single": dict(n_estimators=1, max_depth=4, learning_rate=1.0, subsample=1.0),
@@ -28,15 +30,36 @@ GRID = {"learning_rate": [0.01, 0.03, 0.1, 0.3, 1.0], "subsample": [0.5, 0.75, 1
 
 
 class Setup:
-    """Data, the library model, its pgexact.TreeEnsemble and a description."""
+    """Data, the library model, its pgexact.TreeEnsemble (one output) and a description.
 
-    def __init__(self, data: Dataset, model: Any, ens: TreeEnsemble, info: Json) -> None:
+    ``output`` is what the library calls (``pgexact.mc``, ``metrics``) pass as ``output=``: a
+    :class:`~pgexact.ClassPosition` of the ensemble's output for a model with several outputs,
+    None for a single-output model; ``output_name`` names it (``"class 2"``, ``"output 1"``).
+    """
+
+    def __init__(self, data: Dataset, model: Any, ens: TreeEnsemble, info: Json,
+                 output: Any = None, output_name: Optional[str] = None) -> None:
         self.data, self.model, self.ens, self.info = data, model, ens, info
+        self.output, self.output_name = output, output_name
 
     @property
     def label(self) -> str:
-        """``dataset/model kind``, for progress bars and figure titles."""
-        return f"{self.data.name}/{self.info.get('kind', 'model')}"
+        """``dataset/model kind`` (and the output of a multi-output model), for progress bars
+        and figure titles."""
+        base = f"{self.data.name}/{self.info.get('kind', 'model')}"
+        return f"{base} {self.output_name}" if self.output_name else base
+
+
+def output_arg(s: str) -> Any:
+    """argparse type of --output: ``all``, an integer (a position, or a label of a model that
+    records class labels) or any other string (a class label)."""
+    s = s.strip()
+    if s == "all":
+        return "all"
+    try:
+        return int(s)
+    except ValueError:
+        return s
 
 
 def xgb_regressor(params: Json, *, seed: int, n_jobs: Optional[int]) -> Any:
@@ -134,6 +157,10 @@ def align_to_model(data: Dataset, ens: Any, path: str) -> Dataset:
     if uses_lightgbm_names(ens):
         for i, c in enumerate(data.names):
             lookup.setdefault(lightgbm_name(c), i)
+    text_cols = [str(c) for c in data.text[0].columns] if data.text is not None else []
+    wanted_text = [n for n in names if n not in lookup and n in text_cols]
+    if wanted_text:
+        return _with_categories(data, ens, path, wanted_text)
     missing = [n for n in names if n not in lookup]
     if missing:
         raise UsageError(f"--model-file: the data has no column(s) {', '.join(missing[:8])}"
@@ -152,24 +179,96 @@ def align_to_model(data: Dataset, ens: Any, path: str) -> Dataset:
                    [data.names[p] for p in pos], notes, data.source)
 
 
+def _with_categories(data: Dataset, ens: Any, path: str, wanted: List[str]) -> Dataset:
+    """The data for a model file that reads some of its non-numeric columns by category: the
+    columns go through pgexact's own reading of a DataFrame (each category coded as the model's
+    library codes it, columns matched by name), into the model's feature order."""
+    import pandas as pd
+
+    from pgexact._data._rows import as_matrix_ordered
+
+    assert data.text is not None
+    frames = []
+    for X, text in ((data.Xtr, data.text[0]), (data.Xte, data.text[1])):
+        frame = pd.DataFrame(X, columns=data.names)
+        for c in wanted:
+            frame[c] = text[c].to_numpy()
+            frame[c] = frame[c].astype(text[c].dtype)
+        frames.append(frame)
+    try:
+        Xtr, order = as_matrix_ordered(frames[0], ens, "the data")
+        Xte, _ = as_matrix_ordered(frames[1], ens, "the data")
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"--model-file: {first_line(e)}") from None
+    used = order.names or []
+    extra = [c for c in data.names if c not in used]
+    notes = [n for n in data.notes
+             if not (n.startswith("dropped non-numeric columns") or "ocean_proximity (as the" in n)]
+    notes.append(f"column(s) {', '.join(wanted)} read by category, coded as "
+                 f"{os.path.basename(path)}'s library codes them")
+    if extra:
+        notes.append(f"dropped column(s) {', '.join(extra)}: not features of {os.path.basename(path)}")
+    names = [str(n) for n in order.columns(np.asarray(used, dtype=object))] if used else list(ens.feature_names)
+    return Dataset(data.name, Xtr, Xte, data.ytr, data.yte, names, notes, data.source)
+
+
 def prepare_setup(args: Args, data: Optional[Dataset] = None,
                   kind: Optional[str] = None) -> Setup:
-    """Data and model for one subcommand: (--dataset | --data) x (--model | --model-file)."""
+    """Data and model for one subcommand: (--dataset | --data) x (--model | --model-file);
+    one output (``--output all`` is for :func:`prepare_setups`)."""
+    setups = prepare_setups(args, data, kind)
+    if len(setups) != 1:
+        raise UsageError("--output: this subcommand shows one output at a time; pass --output k")
+    return setups[0]
+
+
+def _output_name(model: Any, ens: TreeEnsemble) -> Optional[str]:
+    if ens.n_outputs <= 1:
+        return None
+    labels = class_labels(model)
+    if labels is not None and len(labels) == ens.n_outputs:
+        return f"class {labels[ens.output]}"
+    return f"output {ens.output}"
+
+
+def _select_outputs(model: Any, output: Any, what: str) -> List[TreeEnsemble]:
+    """The model's ensembles ``--output`` selects (every output for ``all``)."""
+    try:
+        return load_outputs(model, output)
+    except (TypeError, ValueError) as e:
+        msg = first_line(e)
+        if msg.startswith("output:"):
+            msg = msg[len("output:"):].strip()
+            msg = (msg.replace("pass output=k with k in", "pass --output k with k in")
+                   .replace("or output='all'", "or --output all")
+                   .replace("output=pgexact.ClassLabel", "pgexact.ClassLabel")
+                   .replace("output=pgexact.ClassPosition", "pgexact.ClassPosition"))
+            raise UsageError(f"--output: {what}: {msg}") from None
+        raise UsageError(f"model: {msg}") from None
+
+
+def prepare_setups(args: Args, data: Optional[Dataset] = None,
+                   kind: Optional[str] = None) -> List[Setup]:
+    """Data and model for one subcommand, one :class:`Setup` per output ``--output`` selects
+    (every output of the model for ``--output all``)."""
     require_xgboost()
     if data is None:
         data = load_data(args)
     model_file = getattr(args, "model_file", None)
     if model_file:
         model, info = load_model_file(model_file, data.d)
+        data = missing_rows_rule(data, True, f"the {info['library']} model in "
+                                 f"{os.path.basename(model_file)}")
     else:
         kind = kind or getattr(args, "model", None) or "bigger"
+        data = missing_rows_rule(data, True, "XGBoost")
         log(args, f"training the {kind} model on {data.name} ({data.Xtr.shape[0]:,} rows, "
             f"{data.d} features) ...")
         model, info = fit_recipe(args, data, kind)
-    try:
-        ens = pgexact.load(model)
-    except (TypeError, ValueError) as e:
-        raise UsageError(f"model: {first_line(e)}") from None
+    output = getattr(args, "output", None)
+    what = f"the model in {os.path.basename(model_file)}" if model_file else "the model"
+    ensembles = _select_outputs(model, output, what)
+    ens = ensembles[0]
     if model_file:
         data = align_to_model(data, ens, model_file)
     for note in data.notes:  # every dropped column and row, and why, on screen
@@ -177,10 +276,18 @@ def prepare_setup(args: Args, data: Optional[Dataset] = None,
     if ens.n_features != data.d:
         raise UsageError(f"--model-file: the model has {ens.n_features} features but the data "
                          f"has {data.d} ({', '.join(data.names[:6])}...)")
-    pred = np.asarray(ens.predict(data.Xte), dtype=np.float64)
-    info.update(n_trees=int(ens.n_trees), n_leaves=int(ens.n_leaves), n_nodes=int(ens.n_nodes),
-                test_rmse=float(np.sqrt(np.mean((pred - data.yte) ** 2))))
-    return Setup(data, model, ens, info)
+    setups = []
+    for ens in ensembles:
+        one = dict(info)
+        pred = np.asarray(ens.predict(data.Xte), dtype=np.float64)
+        one.update(n_trees=int(ens.n_trees), n_leaves=int(ens.n_leaves), n_nodes=int(ens.n_nodes),
+                   test_rmse=float(np.sqrt(np.mean((pred - data.yte) ** 2))))
+        name = _output_name(model, ens)
+        if name is not None:
+            one.update(output=int(ens.output), output_name=name, n_outputs=int(ens.n_outputs))
+        setups.append(Setup(data, model, ens, one,
+                            ClassPosition(int(ens.output)) if ens.n_outputs > 1 else None, name))
+    return setups
 
 
 def model_line(setup: Setup) -> str:
@@ -190,5 +297,10 @@ def model_line(setup: Setup) -> str:
             f"eta {i['learning_rate']:g}, subsample {i['subsample']:g}"
             if i["kind"] in RECIPES else f"model file {i['path']} ({i['library']}, "
             f"{i['n_trees']} trees)")
+    if setup.output_name:  # a classifier's raw output: an RMSE against the labels means nothing
+        which = (f"output {i['output']} of {i['n_outputs']}" if setup.output_name.startswith("output")
+                 else f"{setup.output_name} (output {i['output']} of {i['n_outputs']})")
+        return (f"{what}; {which}; "
+                f"{i['n_leaves']:,} leaves; on {setup.data.name} ({setup.data.d} features)")
     return (f"{what}; {i['n_leaves']:,} leaves; test RMSE {i['test_rmse']:.4g} "
             f"on {setup.data.name} ({setup.data.d} features)")

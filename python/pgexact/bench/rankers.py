@@ -19,6 +19,7 @@ from .common import (Args, Json, UsageError, bar, best_time, echo, first_line, f
                      require_matplotlib, text_table, versions, write_json)
 from .ranker_models import (Context, Ranker, fit_model, given_attributions, model_recipe,
                             rankers_for, ranking_from_scores, warm_up)
+from .data import missing_rows_rule
 from .truth import TruthData, load_truth
 
 __all__ = ["QUICK", "cmd_rankers", "k_text", "load_rankers_data", "rankers_table", "run_rankers"]
@@ -222,6 +223,9 @@ def run_rankers(args: Args, truth: Optional[TruthData] = None) -> Json:
     if st["bootstraps"] < 0:
         raise UsageError("--bootstraps: must be 0 (skip stability) or a positive count")
     truth = truth or load_rankers_data(args)
+    # scikit-learn's GradientBoosting (the sklearn family here) refuses NaN in fit and predict
+    truth.data = missing_rows_rule(truth.data, args.library != "sklearn",
+                                   {"sklearn": "GradientBoosting"}.get(args.library, args.library))
     data, d = truth.data, truth.data.d
     k = _top_k(args, truth)
     idx = _eval_index(data.Xte.shape[0], st["rows"], args.seed + 1)

@@ -10,10 +10,10 @@ import numpy as np
 import pgexact
 from pgexact import metrics
 
-from .common import (call_progress, Args, Json, UsageError, echo, finish_command, first_line, log, pg_column, progress,
+from .common import (call_progress, Args, Json, UsageError, echo, finish_outputs, first_line, log, pg_column, output_axes, progress,
                      require_matplotlib, text_table, timed)
 from .data import eval_rows
-from .models import Setup, model_line, prepare_setup
+from .models import Setup, model_line, prepare_setups
 
 __all__ = ["attributions_from_ranking", "cmd_ranking", "greedy_rankings", "plot_ranking",
            "ranking_table", "run_ranking", "shap_ranking"]
@@ -31,7 +31,7 @@ def attributions_from_ranking(R: np.ndarray) -> np.ndarray:
 def shap_ranking(setup: Setup, X: np.ndarray) -> np.ndarray:
     """SHAP TreeExplainer's |phi| ranking of rows ``X``, ``(n, d)`` int64."""
     try:
-        return np.asarray(metrics.shap_ranking(setup.model, X), dtype=np.int64)
+        return np.asarray(metrics.shap_ranking(setup.model, X, output=setup.output), dtype=np.int64)
     except ImportError as e:
         raise UsageError(f"the SHAP ranking needs shap: {first_line(e)}") from None
 
@@ -60,7 +60,7 @@ def run_ranking(args: Args, setup: Setup, X: np.ndarray, sigma_rank: Sequence[fl
         f"{', '.join(f'{s:g}' for s in sigma_eval)} ...")
     try:
         df = metrics.compare(setup.model, X, sigma_rank=s0, sigma_eval=list(sigma_eval),
-                             methods=methods)
+                             methods=methods, output=setup.output)
     except ImportError as e:
         raise UsageError(f"the SHAP ranking needs shap: {first_line(e)}") from None
     df = df.rename(columns={"greedy": pg_column(s0), "shap": "SHAP"})
@@ -109,18 +109,21 @@ def plot_ranking(axes: Any, res: Json, title: str, reference: Optional[Json] = N
 
 
 def cmd_ranking(args: Args) -> int:
-    """The ``ranking`` subcommand: run, print the table, write the figure and JSON."""
+    """The ``ranking`` subcommand: run, print the table, write the figure and JSON (one row of
+    panels and one result per output ``--output`` selects)."""
     require_matplotlib()
-    setup = prepare_setup(args)
-    X = eval_rows(setup.data, args.samples or 200, args.seed + 1)
-    res = run_ranking(args, setup, X, args.sigma_rank, args.sigma_eval)
-    echo(f"pgexact ranking: {model_line(setup)}\n{res['rows']} test rows; greedy PG² ranking "
-         f"at sigma = {', '.join(f'{s:g}' for s in args.sigma_rank)}; SHAP = "
-         "TreeExplainer |phi| order; exact mean PGI² (higher = more faithful)\n")
-    echo(ranking_table(res))
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
-    plot_ranking(axes, res, f"{setup.label}: greedy PG² ranking vs SHAP")
-    head = dict(command="ranking", data=setup.data.describe(), model=setup.info, seed=args.seed)
-    return finish_command(args, fig, "ranking.png", head, res)
+    setups = prepare_setups(args)
+    X = eval_rows(setups[0].data, args.samples or 200, args.seed + 1)
+    fig, axes = output_axes(len(setups), 2, (11, 4.4))
+    results = []
+    for setup, row in zip(setups, axes):
+        res = run_ranking(args, setup, X, args.sigma_rank, args.sigma_eval)
+        echo(f"pgexact ranking: {model_line(setup)}\n{res['rows']} test rows; greedy PG² ranking "
+             f"at sigma = {', '.join(f'{s:g}' for s in args.sigma_rank)}; SHAP = "
+             "TreeExplainer |phi| order; exact mean PGI² (higher = more faithful)\n")
+        echo(ranking_table(res))
+        echo()
+        plot_ranking(row, res, f"{setup.label}: greedy PG² ranking vs SHAP")
+        results.append(res)
+    head = dict(command="ranking", data=setups[0].data.describe(), seed=args.seed)
+    return finish_outputs(args, fig, "ranking.png", head, setups, results)

@@ -14,7 +14,7 @@ from pgexact._exact._prepare import prepare_call
 
 from .common import (call_progress, Args, Json, bar, best_time, echo, finish_command, fmt_time, require_matplotlib,
                      require_xgboost, text_table, timed)
-from .data import Dataset, load_data, random_pairs
+from .data import Dataset, load_data, missing_rows_rule, random_pairs
 from .models import fit_xgb
 
 __all__ = ["LADDER", "cmd_speed", "plot_speed", "run_speed", "speed_table", "time_reference"]
@@ -142,7 +142,7 @@ def cmd_speed(args: Args) -> int:
     """The ``speed`` subcommand: run the ladder, print the table, write the figure and JSON."""
     require_matplotlib()
     require_xgboost()
-    data = load_data(args)
+    data = missing_rows_rule(load_data(args), True, "XGBoost")
     res = run_speed(args, data, n_pairs=args.samples or 50, mc_iterations=args.mc_iterations,
                     budget=args.reference_budget, max_leaves=args.max_leaves)
     echo(f"pgexact speed on {data.name}: {res['pairs']} random (row, S) pairs, sigma "

@@ -15,7 +15,8 @@ import numpy as np
 from .. import metrics as _metrics
 from .._optional import require
 from .._models._outputs import single_position
-from .plotting import plot_explanation
+from .plotting import PLOT_KINDS, plot_explanation
+from .._data._scalars import as_choice
 from ..metrics._checks import as_importance_scheme
 from ._checks import as_row_index
 
@@ -283,6 +284,7 @@ class Explanation:
         With K outputs, ``output=k`` (a position or a class label) plots that output; it is
         required there (``ex.plot("bar", output="class 2")``).
         """
+        kind = as_choice(kind, PLOT_KINDS, "kind")  # a bad kind is a kind error, whatever else
         one = self._one_output(output, "plot()")
         return cast("Axes", plot_explanation(one, kind, scheme=scheme, max_display=max_display,
                                              ax=ax))

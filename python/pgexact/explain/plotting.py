@@ -17,7 +17,11 @@ from .._data._scalars import as_choice, as_positive_int
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
-__all__ = ["Plottable", "plot_explanation"]
+
+__all__ = ["PLOT_KINDS", "Plottable", "plot_explanation"]
+
+#: the ``kind`` values of ``Explanation.plot``
+PLOT_KINDS = ("bar", "ranks", "beeswarm", "waterfall")
 
 
 class Plottable(Protocol):
@@ -27,6 +31,7 @@ class Plottable(Protocol):
     curve: np.ndarray
     base_values: np.ndarray
     feature_names: List[str]
+    output_names: Any
 
     @property
     def n_features(self) -> int: ...
@@ -42,10 +47,23 @@ class Plottable(Protocol):
 
 
 def _new_axes(kind: str, n_shown: int) -> Any:
+    """A new figure sized for ``n_shown`` features, with matplotlib's constrained layout: the
+    tick labels (long feature names), titles and colour bars fit inside the figure when it is
+    shown or saved, with or without ``bbox_inches="tight"``."""
     plt = require("matplotlib.pyplot", "Explanation.plot()")
-    height = 0.8 + 0.35 * n_shown
-    _, ax = plt.subplots(figsize=(8.0 if kind in ("ranks", "beeswarm") else 7.0, max(2.5, height)))
+    height = 1.0 + 0.35 * n_shown
+    _, ax = plt.subplots(figsize=(8.0 if kind in ("ranks", "beeswarm") else 7.0, max(2.5, height)),
+                         layout="constrained")
     return ax
+
+
+def _titled(explanation: "Plottable", title: str) -> str:
+    """``title``, with the explained output named when there is a name to give (``class 2``,
+    ``output 1``; a single-output regression's ``"output"`` says nothing and is left out)."""
+    name = explanation.output_names
+    if isinstance(name, str) and name and name != "output":
+        return f"{title}\n{name}"
+    return title
 
 
 def plot_explanation(explanation: "Plottable", kind: str = "bar", *, scheme: str = "geom",
@@ -72,7 +90,7 @@ def plot_explanation(explanation: "Plottable", kind: str = "bar", *, scheme: str
     -------
     matplotlib.axes.Axes
     """
-    kind = as_choice(kind, ("bar", "ranks", "beeswarm", "waterfall"), "kind")
+    kind = as_choice(kind, PLOT_KINDS, "kind")
     top = as_positive_int(max_display, "max_display", allow_none=True) or explanation.n_features
     if kind == "waterfall":
         return _waterfall(explanation, top, ax)
@@ -87,7 +105,7 @@ def plot_explanation(explanation: "Plottable", kind: str = "bar", *, scheme: str
         ax.set_yticklabels(list(shown.index))
         labels = {"geom": "geometric rank score  sum 2^-rank", "gain": "mean greedy PG² gain"}
         ax.set_xlabel(labels.get(scheme.lower(), f"fraction of rows in the {scheme.lower()}"))
-        ax.set_title(f"pgexact global importance ({scheme.lower()})")
+        ax.set_title(_titled(explanation, f"pgexact global importance ({scheme.lower()})"))
         return ax
     order = [explanation.feature_names.index(name) for name in shown.index]
     if kind == "beeswarm":
@@ -105,7 +123,7 @@ def _ranks(explanation: "Plottable", order: List[int], names: List[str], n_ranks
     ax.set_xticks(np.arange(n_ranks))
     ax.set_xticklabels([str(k + 1) for k in range(n_ranks)])
     ax.set_xlabel("rank in the greedy PG² ranking (1 = most important)")
-    ax.set_title("how often each feature sits at each rank")
+    ax.set_title(_titled(explanation, "how often each feature sits at each rank"))
     ax.figure.colorbar(im, ax=ax, label="fraction of rows")
     if len(order) <= 12 and n_ranks <= 12:
         for (i, k), f in np.ndenumerate(freq):
@@ -132,7 +150,8 @@ def _beeswarm(explanation: "Plottable", order: List[int], names: List[str], ax: 
     ax.set_yticks(pos)
     ax.set_yticklabels(names)
     ax.set_xlabel("greedy PG² gain of the feature (squared output units)")
-    ax.set_title("pgexact: PG² gains per row (values sum to PG²(x, all features))")
+    ax.set_title(_titled(explanation, "pgexact: PG² gains per row (values sum to PG²(x, all "
+                                      "features))"))
     if points is not None:
         ax.figure.colorbar(points, ax=ax, label="feature value (low to high)")
     return ax
@@ -161,6 +180,7 @@ def _waterfall(explanation: "Plottable", top: int, ax: Optional[Any]) -> Any:
     ax.set_yticklabels(labels)
     ax.axvline(0.0, color="#999999", lw=0.8)
     ax.axvline(float(curve[-1]), color="#333333", lw=0.8, ls="--")
-    ax.set_xlabel("PG²(x, top-k features of the greedy ranking) (squared output units)")
-    ax.set_title(f"f(x) = {float(explanation.base_values):.6g}   PG²(x, all) = {float(curve[-1]):.6g}")
+    ax.set_xlabel("PG²(x, top-k features of the greedy ranking)\n(squared output units)")
+    ax.set_title(_titled(explanation, f"f(x) = {float(explanation.base_values):.6g}   "
+                                      f"PG²(x, all) = {float(curve[-1]):.6g}"))
     return ax

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from .. import _warnings
 from .._models._adapters import load_outputs
 from .._exact._api import pg2_curve, rank
 from .._optional import require
@@ -174,8 +175,8 @@ def compare(model: Any, X: Any, *, sigma_rank: Any = 0.3,
     ensembles = load_outputs(model, output)
     K = len(ensembles)
     if _is_pgexact_model(model):
-        warnings.warn("compare: the 'shap' column is left out: SHAP needs the library model, "
-                      "not a pgexact.TreeEnsemble or a path", UserWarning, stacklevel=2)
+        _warnings.warn("compare: the 'shap' column is left out: SHAP needs the library model, "
+                       "not a pgexact.TreeEnsemble or a path", UserWarning)
         shap_phi: List[Optional[np.ndarray]] = [None] * K
     else:
         shap_phi = list(_shap_per_output(model, X, ensembles))

@@ -20,8 +20,16 @@
 // missing in a greedy step), so a pair's first factor is a byte max, not a mask test. A row's value never depends on its lane neighbours: every lane does the
 // same operations in the same order, pairs no lane needs are skipped (their terms would be
 // exactly zero), and the product over a pair's features is always taken in increasing feature
-// order. So PG2 of a set, a column of a prefix curve and a greedy step's chosen set give the
-// same bits, whatever rows share the block and whatever the thread count.
+// order. So a row's value is the same bits whatever rows share the block and whatever the
+// thread count.
+//
+// A pass enumerates only pairs of live leaves (some lane admits x' in the leaf for the pass's
+// sets, with a nonzero weight): the others add exactly zero. Each row also prunes, in its own
+// lane, leaves whose boxes lie far out in its noise's tails, within a certified budget (see
+// prune_leaves in pair_kernel.cpp: every result is checked after the pass and a row that fails
+// is computed again unpruned); the budget is spent per set and per prefix, so PG2 of a set, a
+// column of a prefix curve and a greedy step's chosen set agree within 1e-13 relative, not bit
+// for bit.
 //
 // Sums: per lane, compensated (Neumaier) over the pairs of one first tree t, then over t in
 // order; the per-t partial sums are kept apart so that tree rows can be spread over threads and
@@ -61,7 +69,7 @@ void pg2_curve_pairs(const Arena& arena, const Noise& noise, const double* X, st
                      double* out, RunControl* control = nullptr);
 
 // Greedy ranking (ties to the lower index; features the noise never moves last) and its
-// curve, curve_out[i, k] = PG2(x_i, first k+1 chosen features), bit for bit pg2_curve's.
+// curve, curve_out[i, k] = PG2(x_i, first k+1 chosen features), within 1e-13 of pg2_curve's (greedy steps do not prune).
 void greedy_rank_pairs(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                        int n_threads, std::int64_t* ranking_out, double* curve_out,
                        RunControl* control = nullptr);

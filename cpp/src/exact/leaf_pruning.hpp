@@ -1,0 +1,147 @@
+// Internal to the leaf-pair kernel (not installed): certified per-row leaf pruning.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "pair_lanes.hpp"
+
+namespace pgexact {
+namespace pairs {
+
+// Per-row certified pruning. With w_u = y_u - f_t(x), every pair holding leaf u adds at most
+// |w_u| |w_v| P(x' in B_u and B_v), and the leaves v of one tree s partition the space, so all
+// the pairs of u together add at most
+//   2 |w_u| P_S(B_u) W,   W = sum_s max_v |w_v|   (2: u as first or second leaf),
+// where P_S(B_u) <= Pout(u), the product of u's interval masses over the features on which x
+// leaves u's path (every other factor is at most 1, whatever prefix or set u is alive in).
+// Deep trees have many leaves whose boxes lie far out in the noise's tails for a given row: a
+// row drops, smallest bound first, the leaves whose bounds add up to at most kPruneShare of
+// the sum of its trees' variances (an estimate of the result), and marks them dead in its own
+// lane only (a row's values never depend on its neighbours). After the pass each result is
+// certified: the bounds of the pruned leaves alive in that set or prefix must be at most
+// kPruneCertify of the pruned result; a row that fails is computed again without pruning.
+// Results stay within 1e-13 relative of the unpruned sums.
+constexpr double kPruneShare = 1e-14;
+constexpr double kPruneCertify = 1e-13;
+
+// Whether per-row pruning is on: PGEXACT_LEAF_PRUNING=0 turns it off (tests and before/after
+// benchmarks; read per call). PGEXACT_LEAF_PRUNING=reckless spends a budget of 1e-2 instead of
+// kPruneShare, so that certificates fail and rows are recomputed: the tests of that path.
+bool pruning_enabled();
+double prune_share();
+
+// Prunes the leaves of rows [0, rows) whose codes are below n_prefix (after the codes are set)
+// and fills skipped[i * n_prefix + k] with the bound of row i's pruned leaves alive at prefix k
+// (for one set, n_prefix = 1). set_of(i, k): the set row i perturbs at prefix k.
+//
+// The budget is spread over the prefixes: the result of prefix k is estimated by the sum of
+// the trees' variances at that prefix, E_k (leaves alive there, each with its box's mass over
+// the features of the prefix), and the leaves that become alive at prefix c may spend
+// kPruneShare * min_{k >= c} E_k / n_prefix, so that every prefix's pruned bound stays below
+// kPruneShare of its estimate. Within a class, the smallest bounds go first (by binary
+// exponent: a histogram, not a sort).
+template <typename SetOf>
+void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std::int64_t n_prefix,
+                  SetOf&& set_of, Lanes& lanes, std::vector<double>& skipped) {
+  skipped.assign(static_cast<std::size_t>(rows * n_prefix), 0.0);
+  const std::size_t d = static_cast<std::size_t>(a.n_features);
+  const std::size_t n_leaves = static_cast<std::size_t>(boxes.n_leaves());
+  const std::size_t np = static_cast<std::size_t>(n_prefix);
+  constexpr int kMinExp = -1100, kBuckets = 1200;  // ilogb of the bounds, clamped to [-1100, 99]
+  auto bucket_of = [](double b) {
+    return static_cast<std::size_t>(std::min(kBuckets - 1, std::max(0, std::ilogb(b) - kMinExp)));
+  };
+  std::vector<double> bound(n_leaves), bucket(np * kBuckets), m1(np), m2(np), estimate(np), factor(np), budget(np);
+  std::vector<int> cut(np);
+  std::int32_t position[64];
+  const double share = prune_share();
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
+    const std::size_t first = v * n_leaves * kLanes + l;
+    const double* masses = lanes.masses.data() + v * static_cast<std::size_t>(lanes.n_slots) * kLanes + l;
+    const std::uint64_t S = set_of(i, n_prefix - 1) & ~boxes.set_features;
+    for (std::size_t j = 0; j < d; ++j) position[j] = static_cast<std::int32_t>(np);
+    for (std::int64_t k = n_prefix - 1; k >= 0; --k) {
+      for (std::uint64_t f = set_of(i, k); f != 0; f &= f - 1) position[__builtin_ctzll(f)] = static_cast<std::int32_t>(k);
+    }
+    double W = 0.0;
+    std::fill(estimate.begin(), estimate.end(), 0.0);
+    for (std::int64_t t = 0; t < a.n_trees(); ++t) {
+      double w_max = 0.0;
+      std::fill(m1.begin(), m1.end(), 0.0);
+      std::fill(m2.begin(), m2.end(), 0.0);
+      for (std::int32_t leaf = boxes.tree_first[t]; leaf < boxes.tree_first[t + 1]; ++leaf) {
+        const std::size_t at = first + static_cast<std::size_t>(leaf) * kLanes;
+        bound[static_cast<std::size_t>(leaf)] = -1.0;  // not alive: not a candidate
+        const double w = lanes.weight[at];
+        if (lanes.code[at] >= n_prefix || w == 0.0) continue;
+        const std::size_t c = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[at], 0));
+        const std::uint64_t out = lanes.out[at];
+        double base = 1.0, p_out = 1.0;
+        std::fill(factor.begin() + static_cast<std::ptrdiff_t>(c), factor.end(), 1.0);
+        for (std::uint64_t f = boxes.constrained[static_cast<std::size_t>(leaf)] & S; f != 0; f &= f - 1) {
+          const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
+          const double m = masses[static_cast<std::size_t>(boxes.slot_of[static_cast<std::size_t>(leaf) * d + j]) * kLanes];
+          const auto k = static_cast<std::size_t>(position[j]);
+          if (k <= c) base *= m; else if (k < np) factor[k] *= m;
+          if ((out >> j) & 1u) p_out *= m;
+        }
+        double p = base;
+        for (std::size_t k = c; k < np; ++k) {
+          if (k > c) p *= factor[k];
+          m1[k] += w * p;
+          m2[k] += w * w * p;
+        }
+        bound[static_cast<std::size_t>(leaf)] = std::fabs(w) * p_out;
+        w_max = std::max(w_max, std::fabs(w));
+      }
+      W += w_max;
+      for (std::size_t k = 0; k < np; ++k) estimate[k] += std::max(0.0, m2[k] - m1[k] * m1[k]);
+    }
+    if (!(W > 0.0) || !std::isfinite(W)) continue;
+    // Per class c: its share of the smallest estimate of the prefixes it is alive in.
+    double smallest = estimate[np - 1];
+    for (std::size_t c = np; c-- > 0;) {
+      smallest = std::min(smallest, estimate[c]);
+      budget[c] = std::isfinite(smallest) ? share * smallest / static_cast<double>(np) / (2.0 * W) : 0.0;
+    }
+    std::fill(bucket.begin(), bucket.end(), 0.0);
+    for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
+      const double b = bound[leaf];
+      if (!(b > 0.0)) continue;
+      const std::size_t c = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[first + leaf * kLanes], 0));
+      bucket[c * kBuckets + bucket_of(b)] += b;
+    }
+    for (std::size_t c = 0; c < np; ++c) {
+      cut[c] = -1;  // buckets [0, cut] of class c are pruned
+      double total = 0.0;
+      for (int e = 0; e < kBuckets; ++e) {
+        total += bucket[c * kBuckets + static_cast<std::size_t>(e)];
+        if (total > budget[c]) break;
+        cut[c] = e;
+      }
+    }
+    double* row_skipped = skipped.data() + static_cast<std::size_t>(i * n_prefix);
+    for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
+      const double b = bound[leaf];
+      if (b < 0.0) continue;
+      const std::size_t at = first + leaf * kLanes;
+      const std::size_t c = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[at], 0));
+      if (b > 0.0 && static_cast<int>(bucket_of(b)) > cut[c]) continue;
+      row_skipped[c] += 2.0 * W * b;
+      lanes.code[at] = kNeverAlive;
+    }
+    for (std::size_t k = 1; k < np; ++k) row_skipped[k] += row_skipped[k - 1];
+  }
+}
+
+// Whether the pruned result `value` of a set or prefix is certified (see prune_leaves).
+inline bool certified(double value, double skipped) {
+  return skipped == 0.0 || skipped <= kPruneCertify * (value - skipped);
+}
+
+}  // namespace pairs
+}  // namespace pgexact

@@ -1,0 +1,89 @@
+// Internal to the leaf-pair kernel (not installed): a block of rows in SIMD lanes.
+//
+// Everything a block of rows contributes to the pair sums (pair_kernel.hpp), laid out with the
+// rows in lanes: boundary CDF tables, and per leaf its out mask, weight, interval masses and
+// code; and the codes of one set, a curve of two prefixes or a greedy step.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "pgexact/exact/leaf_pairs.hpp"
+#include "pgexact/exact/noise.hpp"
+#include "pgexact/exact/pair_passes.hpp"
+#include "pgexact/model/arena.hpp"
+
+namespace pgexact {
+namespace pairs {
+
+// Rows per block: the pairs of a tree pair are enumerated once per block (and per greedy
+// step), so a block holds as many rows as a fixed memory budget allows: per row, 16 bytes per
+// boundary, 17 per leaf (out mask, weight, code), 8 per slot and the per-first-tree partial
+// sums.
+// Within a tree pair only the boundaries and leaves of its two trees are read, for every
+// vector of rows, so a large block streams little more than a small one.
+std::int64_t block_rows(const Arena& a, const LeafBoxes& boxes, std::int64_t sums_per_row);
+
+inline std::uint64_t bit(std::int32_t j) { return std::uint64_t{1} << j; }
+
+// Sums are compensated (Neumaier): the error stays at a few ulps of the result however many
+// terms of either sign go in, which matters where trees cancel each other out.
+inline void add_compensated(double& sum, double& comp, double x) {
+  const double t = sum + x;
+  comp += (std::fabs(sum) >= std::fabs(x)) ? (sum - t) + x : (x - t) + sum;
+  sum = t;
+}
+
+// Everything a block of rows contributes to the pair sums, laid out with rows in lanes.
+struct Lanes {
+  std::int32_t vectors = 0;  // lane vectors in the block
+  std::int64_t n_bounds = 0, n_leaves = 0;
+  std::vector<double> table;              // [vector][boundary][T | I][lane]
+  std::vector<std::uint64_t> out;         // [vector][leaf][lane]: features x leaves the path on
+  std::vector<double> weight;             // [vector][leaf][lane]: y_u - f_t(x)
+  std::vector<std::uint64_t> perturbable;  // [vector][lane]: the noise moves it and it is not NaN
+  std::vector<std::int8_t> code;          // [vector][leaf][lane]: see LaneView
+  std::vector<double> masses;             // [vector][slot][lane]: leaf interval masses
+  std::int64_t n_slots = 0;
+
+  const double* at_bound(std::int32_t v, std::int32_t b) const {
+    return table.data() + ((static_cast<std::size_t>(v) * n_bounds + b) * 2) * kLanes;
+  }
+  LaneView view(std::int32_t v) const {
+    const std::size_t leaves = static_cast<std::size_t>(v) * static_cast<std::size_t>(n_leaves) * kLanes;
+    return LaneView{at_bound(v, 0), weight.data() + leaves, code.data() + leaves,
+                    masses.data() + static_cast<std::size_t>(v) * static_cast<std::size_t>(n_slots) * kLanes,
+                    out.data() + leaves};
+  }
+};
+
+void resize_lanes(const Arena& a, const LeafBoxes& boxes, std::int32_t vectors, Lanes& lanes);
+
+// Fills the lanes of rows r0 .. r0 + rows (padding lanes repeat the first row).
+void fill_block(const Arena& a, const Noise& noise, const LeafBoxes& boxes, const double* X, std::int64_t r0,
+                std::int64_t rows, int threads, Lanes& lanes);
+
+// Sets the leaves' codes (LaneView) of rows [begin, end) of the block: code_of(row, out mask)
+// for each leaf. Padding lanes keep kNeverAlive.
+template <typename CodeOf>
+void code_leaves(std::int64_t begin, std::int64_t end, Lanes& lanes, CodeOf&& code_of) {
+  const std::size_t stride = static_cast<std::size_t>(lanes.n_leaves) * kLanes;
+  for (std::int64_t i = begin; i < end; ++i) {
+    const std::size_t first = static_cast<std::size_t>(i / kLanes) * stride + static_cast<std::size_t>(i % kLanes);
+    for (std::size_t at = first; at < first + stride; at += kLanes) lanes.code[at] = code_of(i, lanes.out[at]);
+  }
+}
+
+
+// The leaves' codes for one set per row: 0 where the leaf admits x' with the row's set perturbed.
+void code_set(const std::uint64_t* sets, std::int64_t rows, Lanes& lanes);
+// The leaves' codes for a greedy step: set S and candidates per row.
+void code_greedy(const std::uint64_t* sets, const std::uint64_t* candidates, std::int64_t rows, Lanes& lanes);
+// The leaves' codes for a curve of two prefixes per row, sets [vector][prefix][lane].
+void code_two_prefixes(const std::uint64_t* sets, std::int64_t rows, Lanes& lanes);
+
+}  // namespace pairs
+}  // namespace pgexact
