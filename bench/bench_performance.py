@@ -29,7 +29,8 @@ sys.path.insert(0, str(HERE))
 import bench_xgboost as bx  # noqa: E402  (shared loaders and machine info)
 
 import pgexact  # noqa: E402
-from pgexact import _core  # noqa: E402
+from pgexact._core import exact as core_exact  # noqa: E402
+from pgexact._core.exact import Kernel, Perturbation  # noqa: E402
 
 MARK_BEGIN = "<!-- performance-begin -->"
 MARK_END = "<!-- performance-end -->"
@@ -71,12 +72,13 @@ def bench_model(label, target, model, X_test, *, rows, repeats, sigma, seed, ref
     ens = pgexact.load(model)
     sig = np.full(d, sigma)
     fam = np.zeros(d, dtype=np.uint8)
+    pert = Perturbation(sig, fam)  # the perturbation, bound once
 
     exact = lambda: pgexact.pgi2(ens, X, ranking, sigma=sigma, n_jobs=2)  # noqa: E731
     mc100 = lambda: pgexact.mc.pgi2(model, X, ranking, sigma=sigma, n_samples=100, n_jobs=2)  # noqa: E731
     mc1000 = lambda: pgexact.mc.pgi2(model, X, ranking, sigma=sigma, n_samples=1000, n_jobs=2)  # noqa: E731
     # The same kernels with one pair walk per (row, prefix): the state before shared walks.
-    separate = lambda: _core.pg2_curve(ens._arena, X, ranking, d, sig, fam, 2, False, shared=False).mean(axis=1)  # noqa: E731
+    separate = lambda: core_exact.pg2_curve(ens._arena, X, ranking, d, pert, 2, Kernel.separate_walks).mean(axis=1)  # noqa: E731
     exact(), mc100()  # warm-up: first-call costs are not what we compare
     t_exact, t_100, t_1000, t_sep = [], [], [], []
     for _ in range(repeats):  # interleaved, so load changes hit all of them alike
@@ -90,12 +92,12 @@ def bench_model(label, target, model, X_test, *, rows, repeats, sigma, seed, ref
     t_ref = None
     probe = X[:1]
     t0 = time.perf_counter()
-    _core.pg2_curve(ens._arena, probe, ranking[:1], d, sig, fam, 2, True)
+    core_exact.pg2_curve(ens._arena, probe, ranking[:1], d, pert, 2, Kernel.reference)
     one = time.perf_counter() - t0
     if one * 3 <= reference_budget_s:
         k = min(3, n)
         t0 = time.perf_counter()
-        _core.pg2_curve(ens._arena, X[:k], ranking[:k], d, sig, fam, 2, True)
+        core_exact.pg2_curve(ens._arena, X[:k], ranking[:k], d, pert, 2, Kernel.reference)
         t_ref = (time.perf_counter() - t0) / k
     elif one <= reference_budget_s:
         t_ref = one
@@ -117,10 +119,10 @@ def bench_extras(model, X_test, *, rows, repeats, sigma, seed, data_dir, log):
     ranking = np.argsort(rng.random((n, d)), axis=1)
     sig = np.full(d, sigma)
     fam = np.zeros(d, dtype=np.uint8)
+    pert = Perturbation(sig, fam)  # the perturbation, bound once
     t_rank = statistics.median([_median_time(lambda: pgexact.rank(ens, X, sigma=sigma, n_jobs=2), 1)
                                 for _ in range(repeats)]) / n
-    t_rank_sep = statistics.median([_median_time(lambda: _core.greedy_rank(ens._arena, X, sig, fam, 2, False,
-                                                                             shared=False), 1)
+    t_rank_sep = statistics.median([_median_time(lambda: core_exact.greedy_rank(ens._arena, X, pert, 2, Kernel.separate_walks), 1)
                                     for _ in range(repeats)]) / n
     t_mc = statistics.median([_median_time(lambda: pgexact.mc.pgi2(model, X, ranking, sigma=sigma,
                                                                    n_samples=100, n_jobs=2), 1)
@@ -189,7 +191,7 @@ def markdown(results, extras, args, info):
         "libraries' own predict with 2 threads through `pgexact.mc`), medians of interleaved repeats. "
         "Exact values are within 1e-12 relative of the unpruned reference (tested). Gaussian σ = 0.3 "
         "on standardised features. \"One walk per set\" is the same exact kernel with shared walks "
-        "turned off (`_core.pg2_curve(..., shared=False)`): one pair recursion per (row, prefix), the "
+        "turned off (`_core.exact.pg2_curve(..., kernel=Kernel.separate_walks)`): one pair recursion per (row, prefix), the "
         "kernel before shared walks; \"unpruned\" is the paper's pair walk.",
         MARK_END,
     ]

@@ -2,7 +2,7 @@
 
 For each model: exact PGI² per row of a per-row random ranking (all d prefixes) with the
 default kernel (enumerated leaf pairs, rows in SIMD lanes) and with the previous kernel (shared
-node-pair walks, ``_core`` ``pairs=False``) for the before/after; Monte Carlo PGI² with 100
+node-pair walks, ``_core.exact`` ``Kernel.walks``) for the before/after; Monte Carlo PGI² with 100
 samples per prefix through the library's own batched predict (``pgexact.mc.pgi2``); the greedy
 ranking (``pgexact.rank``) against exact PGI² of a given ranking. Same rows, same thread count
 for every side, interleaved, median of repeats; ratios are taken within one run, so they hold on
@@ -29,7 +29,8 @@ from bench_performance import _median_time as _median  # noqa: E402
 
 import pgexact  # noqa: E402
 from _results import write_section  # noqa: E402
-from pgexact import _core  # noqa: E402
+from pgexact._core import exact as core_exact  # noqa: E402
+from pgexact._core.exact import Kernel, Perturbation  # noqa: E402
 MARK_BEGIN = "<!-- scaling-begin -->"
 MARK_END = "<!-- scaling-end -->"
 
@@ -69,16 +70,16 @@ def _measure(model, X, rows: int, threads: int, repeats: int, old: bool, rank: b
     ranking = np.array([rng.permutation(d) for _ in range(rows)], dtype=np.int64)
     sigma = np.full(d, 0.3)
     family = np.zeros(d, np.uint8)
+    pert = Perturbation(sigma, family)  # the perturbation, bound once
     arena = ens._arena
-    new = _median(lambda: _core.pg2_curve(arena, R, ranking, d, sigma, family, threads, False), repeats)
+    new = _median(lambda: core_exact.pg2_curve(arena, R, ranking, d, pert, threads), repeats)
     mc = _median(lambda: pgexact.mc.pgi2(model, R, ranking, sigma=0.3, n_samples=100, n_jobs=threads), repeats)
     res = {"exact": new / rows, "mc100": mc / rows}
     if old:
         few = max(8, rows // 8)
-        res["walk"] = _median(lambda: _core.pg2_curve(arena, R[:few], ranking[:few], d, sigma, family, threads, False,
-                                                      pairs=False), 1) / few
+        res["walk"] = _median(lambda: core_exact.pg2_curve(arena, R[:few], ranking[:few], d, pert, threads, Kernel.walks), 1) / few
     if rank:
-        res["rank"] = _median(lambda: _core.greedy_rank(arena, R, sigma, family, threads, False), 1) / rows
+        res["rank"] = _median(lambda: core_exact.greedy_rank(arena, R, pert, threads), 1) / rows
     return res
 
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, List
 import numpy as np
 
 import pgexact
-from pgexact import _core
+from pgexact._core import model as core_model
 
 SPECIAL_NUMBERS = [
     "1e308", "-1e308", "1e999", "-1e999", "1e-400", "NaN", "nan", "inf", "-inf", "Infinity", "-1", "-2",
@@ -292,7 +292,7 @@ def load_model(path: str) -> None:
 
 
 def load_arena(blob: bytes) -> None:
-    arena = _core.Arena.from_bytes(blob)
+    arena = core_model.Arena.from_bytes(blob)
     if arena.n_outputs != 1:
         arena = arena.select_output(0)
     check_ensemble(pgexact.TreeEnsemble(arena))

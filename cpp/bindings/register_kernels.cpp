@@ -1,6 +1,10 @@
+// _core.exact: the kernels over rows, each run on a worker thread with the GIL released
+// (interruptible.hpp), and _core.exact.Kernel, which of the exact kernels computes PG2.
+// Every kernel takes a Perturbation (register_perturbation.cpp) built once per call.
 #include <pybind11/stl.h>
 
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "convert.hpp"
@@ -11,44 +15,12 @@
 namespace pgexact::bindings {
 namespace {
 
-// `categorical`: None, or (change (d,), cat_begin (d + 1,), cat_value, cat_weight) for the
-// features whose family is categorical (pgexact._validation.KernelNoise.categorical).
-Noise make_noise(const Arena& a, const CArray<double>& sigma, const CArray<std::uint8_t>& family,
-                 const py::object& categorical) {
-  require_1d(sigma, a.n_features, "sigma");
-  require_1d(family, a.n_features, "noise");
-  Noise noise;
-  noise.sigma.assign(sigma.data(), sigma.data() + a.n_features);
-  for (std::int64_t j = 0; j < a.n_features; ++j) {
-    if (family.data()[j] > 4) throw std::invalid_argument("noise: unknown family code");
-    noise.family.push_back(static_cast<NoiseFamily>(family.data()[j]));
+// The perturbation must describe the arena's features.
+const Noise& check_noise(const Arena& a, const Noise& noise) {
+  if (static_cast<std::int64_t>(noise.sigma.size()) != a.n_features) {
+    throw std::invalid_argument("sigma: expected a 1-D array of length " + std::to_string(a.n_features));
   }
-  if (!categorical.is_none()) {
-    const auto parts = categorical.cast<py::tuple>();
-    if (parts.size() != 4) throw std::invalid_argument("noise: categorical must be (change, begin, values, weights)");
-    const auto change = parts[0].cast<CArray<double>>();
-    const auto begin = parts[1].cast<CArray<std::int64_t>>();
-    const auto values = parts[2].cast<CArray<double>>();
-    const auto weights = parts[3].cast<CArray<double>>();
-    require_1d(change, a.n_features, "noise");
-    require_1d(begin, a.n_features + 1, "noise");
-    if (values.ndim() != 1 || weights.ndim() != 1) throw std::invalid_argument("noise: categories must be 1-D");
-    noise.change.assign(change.data(), change.data() + a.n_features);
-    noise.cat_begin.assign(begin.data(), begin.data() + a.n_features + 1);
-    noise.cat_value.assign(values.data(), values.data() + values.shape(0));
-    noise.cat_weight.assign(weights.data(), weights.data() + weights.shape(0));
-  }
-  noise.validate(a.n_features);
   return noise;
-}
-
-// reference: the paper's unpruned walk; shared = false: the node-pair walks without sharing;
-// pairs = false: the node-pair walks shared between rows and sets (all for tests and
-// before/after benchmarks); the default is the leaf-pair kernel where it applies.
-Pruning pruning_of(bool reference, bool shared, bool pairs) {
-  if (reference) return Pruning::None;
-  if (!shared) return Pruning::Separate;
-  return pairs ? Pruning::Full : Pruning::Walk;
 }
 
 // The perturbed-feature mask: one (d,) mask for every row, or an (n, d) mask, one per row.
@@ -66,34 +38,36 @@ bool check_mask(const Arena& a, const CArray<std::uint8_t>& mask, std::int64_t n
 }  // namespace
 
 void register_kernels(py::module_& m) {
+  py::enum_<Pruning>(m, "Kernel", "Which exact kernel computes PG2 (kernels.hpp's Pruning).")
+      .value("pairs", Pruning::Full, "the default: enumerated leaf pairs where they apply, else shared walks")
+      .value("walks", Pruning::Walk, "the node-pair walks shared between rows and sets")
+      .value("separate_walks", Pruning::Separate, "the node-pair walks without sharing")
+      .value("reference", Pruning::None, "the paper's unpruned pair walk");
+
   m.def(
       "pg2",
-      [](const Arena& a, const CArray<double>& X, const CArray<std::uint8_t>& mask, const CArray<double>& sigma,
-         const CArray<std::uint8_t>& family, int n_threads, bool reference, bool shared, bool pairs, const py::object& categorical,
-         const py::object& progress) {
+      [](const Arena& a, const CArray<double>& X, const CArray<std::uint8_t>& mask, const Noise& noise,
+         int n_threads, Pruning kernel, const py::object& progress) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         const bool per_row = check_mask(a, mask, n);
-        const Noise noise = make_noise(a, sigma, family, categorical);
+        check_noise(a, noise);
         py::array_t<double> out(n);
         const double* x = X.data();
         const std::uint8_t* mk = mask.data();
         double* o = out.mutable_data();
         run_interruptible([&](RunControl* control) {
-          pg2_batch(a, noise, x, n, mk, per_row, n_threads, pruning_of(reference, shared, pairs), o, control);
+          pg2_batch(a, noise, x, n, mk, per_row, n_threads, kernel, o, control);
         }, progress);
         return out;
       },
-      py::arg("arena"), py::arg("X"), py::arg("mask"), py::arg("sigma"), py::arg("family"),
-      py::arg("n_threads") = 0, py::arg("reference") = false, py::arg("shared") = true, py::arg("pairs") = true,
-      py::arg("categorical") = py::none(),
-      py::arg("progress") = py::none());
+      py::arg("arena"), py::arg("X"), py::arg("mask"), py::arg("perturbation"), py::arg("n_threads") = 0,
+      py::arg("kernel") = Pruning::Full, py::arg("progress") = py::none());
 
   m.def(
       "pg2_curve",
       [](const Arena& a, const CArray<double>& X, const CArray<std::int64_t>& ranking, std::int64_t n_steps,
-         const CArray<double>& sigma, const CArray<std::uint8_t>& family, int n_threads, bool reference, bool shared, bool pairs, const py::object& categorical,
-         const py::object& progress) {
+         const Noise& noise, int n_threads, Pruning kernel, const py::object& progress) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         bool per_row = false;
@@ -105,52 +79,48 @@ void register_kernels(py::module_& m) {
           require_1d(ranking, a.n_features, "ranking");
         }
         if (n_steps < 0) n_steps = a.n_features;
-        const Noise noise = make_noise(a, sigma, family, categorical);
+        check_noise(a, noise);
         py::array_t<double> out({n, n_steps});
         const double* x = X.data();
         const std::int64_t* rk = ranking.data();
         double* o = out.mutable_data();
         run_interruptible([&](RunControl* control) {
-          pg2_curve_batch(a, noise, x, n, rk, per_row, n_steps, n_threads, pruning_of(reference, shared, pairs), o, control);
+          pg2_curve_batch(a, noise, x, n, rk, per_row, n_steps, n_threads, kernel, o, control);
         }, progress);
         return out;
       },
-      py::arg("arena"), py::arg("X"), py::arg("ranking"), py::arg("n_steps"), py::arg("sigma"), py::arg("family"),
-      py::arg("n_threads") = 0, py::arg("reference") = false, py::arg("shared") = true, py::arg("pairs") = true,
-      py::arg("categorical") = py::none(),
-      py::arg("progress") = py::none());
+      py::arg("arena"), py::arg("X"), py::arg("ranking"), py::arg("n_steps"), py::arg("perturbation"),
+      py::arg("n_threads") = 0, py::arg("kernel") = Pruning::Full, py::arg("progress") = py::none());
 
   m.def(
       "greedy_rank",
-      [](const Arena& a, const CArray<double>& X, const CArray<double>& sigma, const CArray<std::uint8_t>& family,
-         int n_threads, bool reference, bool shared, bool pairs, const py::object& categorical,
+      [](const Arena& a, const CArray<double>& X, const Noise& noise, int n_threads, Pruning kernel,
          const py::object& progress) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         const std::int64_t d = a.n_features;
-        const Noise noise = make_noise(a, sigma, family, categorical);
+        check_noise(a, noise);
         py::array_t<std::int64_t> ranking({n, d});
         py::array_t<double> curve({n, d});
         const double* x = X.data();
         std::int64_t* r = ranking.mutable_data();
         double* c = curve.mutable_data();
         run_interruptible([&](RunControl* control) {
-          greedy_rank_batch(a, noise, x, n, n_threads, pruning_of(reference, shared, pairs), r, c, control);
+          greedy_rank_batch(a, noise, x, n, n_threads, kernel, r, c, control);
         }, progress);
         return py::make_tuple(ranking, curve);
       },
-      py::arg("arena"), py::arg("X"), py::arg("sigma"), py::arg("family"), py::arg("n_threads") = 0,
-      py::arg("reference") = false, py::arg("shared") = true, py::arg("pairs") = true,
-      py::arg("categorical") = py::none(), py::arg("progress") = py::none());
+      py::arg("arena"), py::arg("X"), py::arg("perturbation"), py::arg("n_threads") = 0,
+      py::arg("kernel") = Pruning::Full, py::arg("progress") = py::none());
 
   m.def(
       "expected",
-      [](const Arena& a, const CArray<double>& X, const CArray<std::uint8_t>& mask, const CArray<double>& sigma,
-         const CArray<std::uint8_t>& family, int n_threads, const py::object& categorical, const py::object& progress) {
+      [](const Arena& a, const CArray<double>& X, const CArray<std::uint8_t>& mask, const Noise& noise,
+         int n_threads, const py::object& progress) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         const bool per_row = check_mask(a, mask, n);
-        const Noise noise = make_noise(a, sigma, family, categorical);
+        check_noise(a, noise);
         py::array_t<double> out(n);
         const double* x = X.data();
         const std::uint8_t* mk = mask.data();
@@ -160,16 +130,15 @@ void register_kernels(py::module_& m) {
         }, progress);
         return out;
       },
-      py::arg("arena"), py::arg("X"), py::arg("mask"), py::arg("sigma"), py::arg("family"), py::arg("n_threads") = 0, py::arg("categorical") = py::none(),
+      py::arg("arena"), py::arg("X"), py::arg("mask"), py::arg("perturbation"), py::arg("n_threads") = 0,
       py::arg("progress") = py::none());
 
   m.def(
       "first_moments",
-      [](const Arena& a, const CArray<double>& X, const CArray<double>& sigma, const CArray<std::uint8_t>& family,
-         int n_threads, const py::object& categorical, const py::object& progress) {
+      [](const Arena& a, const CArray<double>& X, const Noise& noise, int n_threads, const py::object& progress) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
-        const Noise noise = make_noise(a, sigma, family, categorical);
+        check_noise(a, noise);
         py::array_t<double> out({n, static_cast<std::int64_t>(a.n_features)});
         const double* x = X.data();
         double* o = out.mutable_data();
@@ -178,7 +147,7 @@ void register_kernels(py::module_& m) {
         }, progress);
         return out;
       },
-      py::arg("arena"), py::arg("X"), py::arg("sigma"), py::arg("family"), py::arg("n_threads") = 0, py::arg("categorical") = py::none(),
+      py::arg("arena"), py::arg("X"), py::arg("perturbation"), py::arg("n_threads") = 0,
       py::arg("progress") = py::none());
 
   m.def("max_threads", []() { return resolve_threads(0, std::numeric_limits<std::int64_t>::max()); });

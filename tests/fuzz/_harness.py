@@ -41,7 +41,7 @@ def load_core() -> Any:
 def exercise(arena: Any) -> None:
     """Use a parsed arena the way pgexact would; raises on any inconsistency."""
     blob = arena.to_bytes()
-    again = _core.Arena.from_bytes(blob)
+    again = _core.model.Arena.from_bytes(blob)
     if again.to_bytes() != blob:
         raise AssertionError("arena does not round-trip through to_bytes / from_bytes")
     d = arena.n_features
@@ -61,7 +61,7 @@ def exercise(arena: Any) -> None:
             mask = np.array([j not in cats for j in range(d)], dtype=np.uint8)
             sigma = np.full(d, 0.5)
             family = np.zeros(d, dtype=np.uint8)
-            pg = _core.pg2(single, rows, mask, sigma, family, 1, False)
+            pg = _core.exact.pg2(single, rows, mask, _core.exact.Perturbation(sigma, family), 1)
             if not np.all(np.isnan(pg) | (pg >= 0.0)):
                 raise AssertionError("pg2 returned a negative value")
             if cats:
@@ -72,8 +72,9 @@ def _values_in_range(arena: Any) -> bool:
     """Whether the kernels take the arena: leaf values beyond 1e100 are refused by name (their
     products overflow), which is the outcome to check for such a model."""
     try:
-        _core.pg2(arena, np.zeros((1, arena.n_features)), np.zeros(arena.n_features, dtype=np.uint8),
-                  np.ones(arena.n_features), np.zeros(arena.n_features, dtype=np.uint8), 1, False)
+        d = arena.n_features
+        _core.exact.pg2(arena, np.zeros((1, d)), np.zeros(d, dtype=np.uint8),
+                        _core.exact.Perturbation(np.ones(d), np.zeros(d, dtype=np.uint8)), 1)
     except ValueError as error:
         if str(error).startswith("model: a leaf value of"):
             return False
@@ -96,11 +97,11 @@ def _categorical(arena: Any, rows: np.ndarray, cats: list) -> None:
         values.append(named)
         weights.append(np.full(named.size, 1.0 / max(named.size, 1)))
         begin[j + 1] = begin[j] + named.size
-    noise = (change, begin, np.concatenate(values), np.concatenate(weights))
-    sigma = np.full(d, 0.5)
+    noise = _core.exact.Perturbation(np.full(d, 0.5), family, change, begin, np.concatenate(values),
+                                     np.concatenate(weights))
     mask = np.ones(d, dtype=np.uint8)
-    fast = _core.pg2(arena, rows, mask, sigma, family, 1, False, categorical=noise)
-    ref = _core.pg2(arena, rows, mask, sigma, family, 1, True, categorical=noise)
+    fast = _core.exact.pg2(arena, rows, mask, noise, 1)
+    ref = _core.exact.pg2(arena, rows, mask, noise, 1, _core.exact.Kernel.reference)
     finite = np.isfinite(ref)
     if not np.all(np.isnan(fast) | (fast >= 0.0)):
         raise AssertionError("pg2 with categorical noise returned a negative value")

@@ -1,4 +1,4 @@
-"""atheris harness: serialised arenas (pickled TreeEnsembles) through _core.Arena.from_bytes.
+"""atheris harness: serialised arenas (pickled TreeEnsembles) through _core.model.Arena.from_bytes.
 
 See README.md.
 """
@@ -7,7 +7,7 @@ import _harness
 
 
 def factory(core):
-    return lambda data: core.Arena.from_bytes(data)
+    return lambda data: core.model.Arena.from_bytes(data)
 
 
 if __name__ == "__main__":

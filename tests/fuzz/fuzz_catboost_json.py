@@ -1,10 +1,10 @@
-"""atheris harness: CatBoost JSON models through _core.parse_catboost_json. See README.md."""
+"""atheris harness: CatBoost JSON models through _core.model.parse_catboost_json. See README.md."""
 
 import _harness
 
 
 def factory(core):
-    return lambda data: core.parse_catboost_json(data, -1)[0]
+    return lambda data: core.model.parse_catboost_json(data, -1)[0]
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
-"""atheris harness: LightGBM text models through _core.parse_lightgbm_text. See README.md."""
+"""atheris harness: LightGBM text models through _core.model.parse_lightgbm_text. See README.md."""
 
 import _harness
 
 
 def factory(core):
-    return lambda data: core.parse_lightgbm_text(data, -1)[0]
+    return lambda data: core.model.parse_lightgbm_text(data, -1)[0]
 
 
 if __name__ == "__main__":

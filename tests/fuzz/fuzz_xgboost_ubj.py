@@ -1,4 +1,4 @@
-"""atheris harness: XGBoost UBJSON (.ubj) through _core.parse_xgboost_json. See README.md.
+"""atheris harness: XGBoost UBJSON (.ubj) through _core.model.parse_xgboost_json. See README.md.
 
 The same entry point as fuzz_xgboost_json.py; the seeds are binary UBJSON, so the fuzzer
 explores the binary reader (type markers, counts, typed containers) instead of text syntax.
@@ -9,7 +9,7 @@ import _harness
 
 
 def factory(core):
-    return lambda data: core.parse_xgboost_json(data, -1)[0]
+    return lambda data: core.model.parse_xgboost_json(data, -1)[0]
 
 
 if __name__ == "__main__":

@@ -127,10 +127,10 @@ def arena_blobs(xgb_models: Dict[str, object], lgb_texts: Dict[str, str], small:
 
     out: Dict[str, bytes] = {}
     for name, booster in xgb_models.items():
-        arena, _ = _core.parse_xgboost_json(bytes(booster.save_raw(raw_format="json")), -1)
+        arena, _ = _core.model.parse_xgboost_json(bytes(booster.save_raw(raw_format="json")), -1)
         out[f"xgb_{name}"] = arena.to_bytes()
     for name, text in lgb_texts.items():
-        arena, _ = _core.parse_lightgbm_text(text, -1)
+        arena, _ = _core.model.parse_lightgbm_text(text, -1)
         out[f"lgb_{name}"] = arena.to_bytes()
     if small:
         return out
@@ -159,7 +159,7 @@ def write_corpus(outdir: str, small: bool = False) -> Dict[str, List[str]]:
     if cb_jsons:
         from pgexact import _core
 
-        blobs.update({f"cb_{name}": _core.parse_catboost_json(text, -1)[0].to_bytes() for name, text in cb_jsons.items()})
+        blobs.update({f"cb_{name}": _core.model.parse_catboost_json(text, -1)[0].to_bytes() for name, text in cb_jsons.items()})
     paths: Dict[str, List[str]] = {"xgb_json": [], "xgb_ubj": [], "lightgbm": [], "arena": [], "catboost": []}
     for kind in paths:
         os.makedirs(os.path.join(outdir, kind), exist_ok=True)

@@ -11,7 +11,7 @@ from typing import Iterator, List, Optional, Tuple, cast
 import numpy as np
 
 from ._kernels import PreparedCall
-from .._models._outputs import per_output, stack_outputs
+from ._per_output import per_output, stack_outputs
 from ._prepare import prepare_calls
 from .._typing import ArrayLike, FloatArray, IntArray, ModelLike, NoiseLike, OutputLike, SigmaLike
 
@@ -107,7 +107,7 @@ def _resolve_ranking(call: PreparedCall, ranking: Optional[ArrayLike],
 def _with_rankings(calls: List[PreparedCall], output: OutputLike, ranking: Optional[ArrayLike],
                    attributions: Optional[ArrayLike]
                    ) -> Iterator[Tuple[PreparedCall, Optional[ArrayLike], Optional[ArrayLike]]]:
-    """Each output's call with its ranking and attributions (:func:`pgexact._models._outputs.per_output`)."""
+    """Each output's call with its ranking and attributions (:func:`pgexact._exact._per_output.per_output`)."""
     rankings = per_output(ranking, len(calls), output, "ranking", "ranking")
     attributions_ = per_output(attributions, len(calls), output, "attributions")
     return zip(calls, rankings, attributions_)

@@ -1,10 +1,12 @@
-"""The kernel seam: every call into the C++ kernels of :mod:`pgexact._core` is here.
+"""The kernel seam: every call into the C++ kernels (:mod:`pgexact._core.exact`) is here.
 
 A public function validates its arguments once, into a :class:`PreparedCall`
-(:func:`pgexact._exact._prepare.prepare_call`) (the ensemble,
-the rows as a C-contiguous float64 array, per-feature sigma and noise codes, the thread
-count), and then asks it for the kernels it needs.  The kernels' wrappers below trust what
-the prepared call holds, so nothing is checked twice on the way down, and no other module
+(:func:`pgexact._exact._prepare.prepare_call`): the ensemble, the rows as a C-contiguous float64
+array, the perturbation of every feature and the thread count. The perturbation is bound once
+per call as the extension's :class:`Perturbation` (validated by the C++ core when it is built)
+and handed as it is to every kernel the call runs; :class:`Kernel` says which exact kernel
+computes PG² (the default, ``Kernel.pairs``, is the fastest). The kernels' wrappers below trust
+what the prepared call holds, so nothing is checked twice on the way down, and no other module
 needs to know the extension's positional argument order.
 
 The model-side entry points (the parsers and ``Arena``) are the other seam,
@@ -26,18 +28,28 @@ from ._progress import Progress
 if TYPE_CHECKING:  # pragma: no cover
     from ..ensemble import TreeEnsemble
 
-__all__ = ["PreparedCall"]
+__all__ = ["Kernel", "Perturbation", "PreparedCall", "bind"]
+
+#: which exact kernel computes PG²: ``pairs`` (the default), ``walks``, ``separate_walks``,
+#: ``reference`` (the paper's unpruned pair walk; the values agree up to rounding)
+Kernel = _core.exact.Kernel
+#: the perturbation of every feature as the kernels read it (built by :func:`bind`)
+Perturbation = _core.exact.Perturbation
+
+
+def bind(noise: KernelNoise) -> Perturbation:
+    """The validated :class:`KernelNoise` bound once as the extension's :class:`Perturbation`."""
+    return _core.exact.Perturbation(noise.sigma, noise.family, noise.change, noise.cat_begin,
+                                    noise.cat_value, noise.cat_weight)
+
 
 def _check_noise_codes() -> None:
-    """The Python noise table must match the C++ enum when the extension exposes it.
+    """The Python noise table must match the C++ enum.
 
     The codes cross the seam as bare integers, so a mismatch would silently change the noise
-    family; the extension may publish its enum as ``_core.NOISE_FAMILIES`` (name -> code).
+    family; the extension publishes its enum as ``_core.exact.NOISE_FAMILIES`` (name -> code).
     """
-    exported = getattr(_core, "NOISE_FAMILIES", None)
-    if exported is None:
-        return
-    for name, code in dict(exported).items():
+    for name, code in dict(_core.exact.NOISE_FAMILIES).items():
         if NOISE_FAMILIES.get(str(name).lower(), code) != int(code):
             raise ImportError(f"pgexact: noise code table out of sync with the C++ core for "
                               f"{name!r}: Python {NOISE_FAMILIES.get(str(name).lower())}, "
@@ -67,18 +79,22 @@ class PreparedCall:
     progress : Progress, optional
         The call's bar and slow-call warning: each kernel run is one of its stages. None: no
         bar and no warning (internal calls).
+    perturbation : Perturbation, optional
+        ``noise`` already bound (:func:`bind`); None binds it here, once for the call.
 
     Build it with :func:`pgexact._exact._prepare.prepare_call`, which validates everything once.
     """
 
-    __slots__ = ("ensemble", "X", "noise", "threads", "order", "progress")
+    __slots__ = ("ensemble", "X", "noise", "perturbation", "threads", "order", "progress")
 
     def __init__(self, ensemble: "TreeEnsemble", X: np.ndarray, noise: KernelNoise,
                  threads: int, order: Optional[ColumnOrder] = None,
-                 progress: Optional[Progress] = None) -> None:
+                 progress: Optional[Progress] = None,
+                 perturbation: Optional[Perturbation] = None) -> None:
         self.ensemble = ensemble
         self.X = X
         self.noise = noise
+        self.perturbation = perturbation if perturbation is not None else bind(noise)
         self.threads = threads
         self.order = order if order is not None else identity_order(ensemble.feature_names)
         self.progress = progress if progress is not None else \
@@ -98,7 +114,7 @@ class PreparedCall:
     def rows(self, start: int, stop: int) -> "PreparedCall":
         """The same call on rows ``start:stop`` (a view: no copy, no new validation)."""
         return PreparedCall(self.ensemble, self.X[start:stop], self.noise, self.threads, self.order,
-                            self.progress)
+                            self.progress, self.perturbation)
 
     @property
     def sigma(self) -> np.ndarray:
@@ -123,36 +139,31 @@ class PreparedCall:
         return ranking_from_attributions(attributions, self.n_features, self.n_rows, self.order)
 
     # -- the kernels ---------------------------------------------------------------------------
-    def pg2(self, mask: np.ndarray, *, reference: bool = False) -> np.ndarray:
+    def pg2(self, mask: np.ndarray, *, kernel: Kernel = Kernel.pairs) -> np.ndarray:
         """Exact PG² for a validated uint8 mask, ``(d,)`` or ``(n, d)``; ``(n,)`` float64.
 
-        ``reference=True`` runs the paper's unpruned O(n²) pair walk (kept for benchmarks and
-        as a check on the fast kernel); the values agree up to rounding.
+        ``kernel=Kernel.reference`` runs the paper's unpruned O(n²) pair walk (kept for
+        benchmarks and as a check on the fast kernel); the values agree up to rounding.
         """
-        n = self.noise
-        return _core.pg2(self.ensemble._arena, self.X, mask, n.sigma, n.family, self.threads,
-                         reference=reference, categorical=n.categorical, progress=self._stage())
+        return _core.exact.pg2(self.ensemble._arena, self.X, mask, self.perturbation, self.threads,
+                               kernel, progress=self._stage())
 
-    def pg2_curve(self, ranking: np.ndarray) -> np.ndarray:
+    def pg2_curve(self, ranking: np.ndarray, *, kernel: Kernel = Kernel.pairs) -> np.ndarray:
         """PG² of every top-k prefix of a validated int64 ranking, ``(n, d)``."""
-        n = self.noise
-        return _core.pg2_curve(self.ensemble._arena, self.X, ranking, self.n_features, n.sigma, n.family,
-                               self.threads, categorical=n.categorical, progress=self._stage())
+        return _core.exact.pg2_curve(self.ensemble._arena, self.X, ranking, self.n_features,
+                                     self.perturbation, self.threads, kernel, progress=self._stage())
 
-    def greedy_rank(self) -> Tuple[np.ndarray, np.ndarray]:
+    def greedy_rank(self, *, kernel: Kernel = Kernel.pairs) -> Tuple[np.ndarray, np.ndarray]:
         """The greedy PG² ranking ``(n, d)`` int64 and the PG² of its prefixes ``(n, d)``."""
-        n = self.noise
-        return _core.greedy_rank(self.ensemble._arena, self.X, n.sigma, n.family, self.threads,
-                                 categorical=n.categorical, progress=self._stage())
+        return _core.exact.greedy_rank(self.ensemble._arena, self.X, self.perturbation, self.threads,
+                                       kernel, progress=self._stage())
 
     def expected(self, mask: np.ndarray) -> np.ndarray:
         """Exact ``E[f(x')]`` for a validated uint8 mask, ``(n,)``."""
-        n = self.noise
-        return _core.expected(self.ensemble._arena, self.X, mask, n.sigma, n.family, self.threads,
-                              categorical=n.categorical, progress=self._stage())
+        return _core.exact.expected(self.ensemble._arena, self.X, mask, self.perturbation, self.threads,
+                                    progress=self._stage())
 
     def first_moments(self) -> np.ndarray:
         """``E[delta_j f(x + delta)]`` per feature with every feature perturbed, ``(n, d)``."""
-        n = self.noise
-        return _core.first_moments(self.ensemble._arena, self.X, n.sigma, n.family, self.threads,
-                                   categorical=n.categorical, progress=self._stage())
+        return _core.exact.first_moments(self.ensemble._arena, self.X, self.perturbation, self.threads,
+                                         progress=self._stage())

@@ -6,7 +6,7 @@ from typing import Optional, cast
 
 import numpy as np
 
-from .._models._outputs import stack_outputs
+from ._per_output import stack_outputs
 from ._prepare import prepare_call, prepare_calls
 from .._typing import ArrayLike, FloatArray, ModelLike, NoiseLike, OutputLike, SigmaLike
 from .._data._features import as_attributions

@@ -64,11 +64,11 @@ def _feature_names(names: List[str]) -> Optional[List[str]]:
 def catboost_outputs(text: Any, source: str,
                      check: Optional[Callable[[TreeEnsemble], None]] = None) -> ModelOutputs:
     """Parse a CatBoost JSON model (str or bytes) once; each output is selected from that parse."""
-    full, meta = _parsers.parse_catboost_json(text, -1)
-    loss = meta.get("loss_function") or ""
+    full, info = _parsers.parse_catboost_json(text, -1)
+    loss = info.loss_function
     what = f"CatBoost model (loss {loss!r})" if loss else "CatBoost model"
-    return arena_outputs(full, what, check, feature_names=_feature_names(list(meta["feature_names"])),
-                         source=source, meta=meta)
+    return arena_outputs(full, what, check, feature_names=_feature_names(list(info.feature_names)),
+                         source=source, meta=info.as_dict())
 
 
 def _fitted(model: Any) -> Any:

@@ -13,7 +13,7 @@ for regression and what the predicted probability is the sigmoid / softmax of; L
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, List, Optional
 
 import numpy as np
 
@@ -33,8 +33,8 @@ def is_lightgbm(model: Any) -> bool:
     return hasattr(model, "model_to_string") or any(c.__name__ == "LGBMModel" for c in type(model).__mro__)
 
 
-def _feature_names(meta: Dict[str, Any]) -> Optional[List[str]]:
-    names = list(meta.get("feature_names") or [])
+def _feature_names(info: _parsers.LightGBMModelInfo) -> Optional[List[str]]:
+    names = list(info.feature_names)
     if not names:
         return None
     # LightGBM invents Column_0, Column_1, ... when trained without names: treat those as none.
@@ -46,13 +46,13 @@ def _feature_names(meta: Dict[str, Any]) -> Optional[List[str]]:
 def lightgbm_outputs(text: Any, n_iterations: int, source: str,
                      check: Optional[Callable[[TreeEnsemble], None]] = None) -> ModelOutputs:
     """Parse a LightGBM text model (str or bytes) once; each output is selected from that parse."""
-    full, meta = _parsers.parse_lightgbm_text(text, n_iterations)
+    full, info = _parsers.parse_lightgbm_text(text, n_iterations)
     # a model trained on pandas category columns: a DataFrame's category columns are mapped
     # onto its pandas_categorical as LightGBM's own predict does (pgexact._data._userdata)
-    objective = (meta.get("objective") or "").split(" ")[0]
+    objective = info.objective.split(" ")[0]
     what = f"LightGBM model (objective {objective!r})" if objective else "LightGBM model"
-    return arena_outputs(full, what, check, feature_names=_feature_names(meta), source=source,
-                         meta=meta)
+    return arena_outputs(full, what, check, feature_names=_feature_names(info), source=source,
+                         meta=info.as_dict())
 
 
 def _booster_of(model: Any) -> Any:

@@ -85,11 +85,11 @@ def xgboost_outputs(raw: bytes, n_iterations: int, source: str,
 
     ``check(ensemble)`` runs on every selected output (the comparison with XGBoost's margin).
     """
-    full, meta = _parsers.parse_xgboost_json(raw, n_iterations)
-    meta = dict(meta)
+    full, info = _parsers.parse_xgboost_json(raw, n_iterations)
+    meta = info.as_dict()
     # the categories XGBoost stored for pandas category columns (it re-codes a frame to them)
     meta["xgboost_categories"] = xgboost_json_categories(raw)
-    feature_names = names if names is not None else (meta["feature_names"] or None)
+    feature_names = names if names is not None else (info.feature_names or None)
     return arena_outputs(full, "XGBoost model", check, always_select=True,
                          feature_names=feature_names, source=source, meta=meta)
 

@@ -9,7 +9,7 @@ import numpy as np
 
 import pgexact
 from pgexact import mc
-from pgexact._exact._kernels import PreparedCall
+from pgexact._exact._kernels import Kernel, PreparedCall
 from pgexact._exact._prepare import prepare_call
 
 from .common import (call_progress, Args, Json, bar, best_time, echo, finish_command, fmt_time, require_matplotlib,
@@ -36,7 +36,7 @@ def time_reference(call: PreparedCall, mask: np.ndarray, exact: np.ndarray,
     N = call.n_rows
 
     def walk(lo: int, hi: int) -> np.ndarray:
-        return call.rows(lo, hi).pg2(mask[lo:hi], reference=True)
+        return call.rows(lo, hi).pg2(mask[lo:hi], kernel=Kernel.reference)
 
     r1, t1 = timed(walk, 0, 1)
     if t1 * N * 4 <= budget:

@@ -1,12 +1,13 @@
 """Matplotlib figures of an :class:`~pgexact.Explanation` (``Explanation.plot``).
 
 Kept apart from the data class so that the explanation itself needs only numpy (and pandas
-for its tables); matplotlib is imported when a figure is drawn.
+for its tables); matplotlib is imported when a figure is drawn. The figures read an
+explanation through :class:`Plottable`, so this module does not import :mod:`.explanation`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional, Protocol
 
 import numpy as np
 
@@ -16,12 +17,33 @@ from .._data._scalars import as_choice, as_positive_int
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
-    from .explanation import Explanation
 
-__all__ = ["PLOT_KINDS", "plot_explanation"]
+__all__ = ["PLOT_KINDS", "Plottable", "plot_explanation"]
 
 #: the ``kind`` values of ``Explanation.plot``
 PLOT_KINDS = ("bar", "ranks", "beeswarm", "waterfall")
+
+
+class Plottable(Protocol):
+    """What the figures read of one output's :class:`~pgexact.Explanation`."""
+
+    ranking: np.ndarray
+    curve: np.ndarray
+    base_values: np.ndarray
+    feature_names: List[str]
+    output_names: Any
+
+    @property
+    def n_features(self) -> int: ...
+
+    @property
+    def is_single_row(self) -> bool: ...
+
+    def _2d(self, name: str) -> np.ndarray: ...
+
+    def rank_counts(self, output: Any = None) -> np.ndarray: ...
+
+    def global_importance(self, scheme: str = "geom", output: Any = None) -> Any: ...
 
 
 def _new_axes(kind: str, n_shown: int) -> Any:
@@ -35,7 +57,7 @@ def _new_axes(kind: str, n_shown: int) -> Any:
     return ax
 
 
-def _titled(explanation: "Explanation", title: str) -> str:
+def _titled(explanation: "Plottable", title: str) -> str:
     """``title``, with the explained output named when there is a name to give (``class 2``,
     ``output 1``; a single-output regression's ``"output"`` says nothing and is left out)."""
     name = explanation.output_names
@@ -44,13 +66,13 @@ def _titled(explanation: "Explanation", title: str) -> str:
     return title
 
 
-def plot_explanation(explanation: "Explanation", kind: str = "bar", *, scheme: str = "geom",
+def plot_explanation(explanation: "Plottable", kind: str = "bar", *, scheme: str = "geom",
                      max_display: Optional[int] = 20, ax: Optional["Axes"] = None) -> Any:
     """Plot an explanation with matplotlib and return the Axes (see ``Explanation.plot``).
 
     Parameters
     ----------
-    explanation : Explanation
+    explanation : Explanation (any :class:`Plottable`)
         What to plot.
     kind : {"bar", "ranks", "beeswarm", "waterfall"}, default "bar"
         Bars of the global importance; a heat map of how often each feature sits at each rank;
@@ -91,7 +113,7 @@ def plot_explanation(explanation: "Explanation", kind: str = "bar", *, scheme: s
     return _ranks(explanation, order, list(shown.index), min(top, explanation.n_features), ax)
 
 
-def _ranks(explanation: "Explanation", order: List[int], names: List[str], n_ranks: int,
+def _ranks(explanation: "Plottable", order: List[int], names: List[str], n_ranks: int,
            ax: Any) -> Any:
     n = max(explanation._2d("ranking").shape[0], 1)
     freq = explanation.rank_counts()[order, :n_ranks] / n
@@ -111,7 +133,7 @@ def _ranks(explanation: "Explanation", order: List[int], names: List[str], n_ran
     return ax
 
 
-def _beeswarm(explanation: "Explanation", order: List[int], names: List[str], ax: Any) -> Any:
+def _beeswarm(explanation: "Plottable", order: List[int], names: List[str], ax: Any) -> Any:
     """Every row's greedy PG² gain per feature (x), features top-down, colour = feature value."""
     values, data = explanation._2d("values"), explanation._2d("data")
     rng = np.random.default_rng(0)  # jitter only: the figure is the same on every call
@@ -135,7 +157,7 @@ def _beeswarm(explanation: "Explanation", order: List[int], names: List[str], ax
     return ax
 
 
-def _waterfall(explanation: "Explanation", top: int, ax: Optional[Any]) -> Any:
+def _waterfall(explanation: "Plottable", top: int, ax: Optional[Any]) -> Any:
     """One row: PG² of the top-k prefixes of its greedy ranking, from 0 up to PG²(x, all)."""
     if not explanation.is_single_row:
         raise ValueError("kind: 'waterfall' shows one row; call ex[i].plot('waterfall')")

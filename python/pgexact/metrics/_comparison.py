@@ -15,7 +15,8 @@ from .. import _warnings
 from .._models._adapters import load_outputs
 from .._exact._api import pg2_curve, rank
 from .._optional import require
-from .._models._outputs import class_labels, is_all, per_output
+from .._exact._per_output import per_output
+from .._models._outputs import class_labels, is_all
 from .._data._features import ranking_from_attributions
 from .._data._rows import as_matrix_ordered
 from ._checks import as_sigma_list

@@ -1,4 +1,4 @@
-"""Issue 18 on real models: categorical features perturbed by category, through each library.
+"""Categorical features on real models: features perturbed by category, through each library.
 
 LightGBM (``categorical_feature``), XGBoost (``enable_categorical``) and HistGradientBoosting
 (``categorical_features``) models whose categorical features matter: exact PG² against an

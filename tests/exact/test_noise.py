@@ -9,7 +9,7 @@ import pytest
 import scipy.stats as st
 
 import pgexact
-from pgexact import _core
+from pgexact._core import model as core_model
 from pgexact._exact._perturbation import as_noise
 from pgexact.ensemble import TreeEnsemble
 from pgexact.noise import Laplace, Normal, Uniform
@@ -150,7 +150,7 @@ def stump(threshold=0.25, left=1.0, right=3.0):
     """f = left if x0 <= t else right (double `<=`), second feature unused."""
     tree = dict(children_left=[1, -1, -1], children_right=[2, -1, -1], feature=[0, 0, 0],
                 threshold=[threshold, 0, 0], value=[0.0, left, right])
-    arena = _core.build_arena_from_arrays([tree], np.zeros(1), 2, "<=", False, "none")
+    arena = core_model.build_arena_from_arrays([tree], np.zeros(1), 2, "<=", False, "none")
     return TreeEnsemble(arena, source="stump")
 
 

@@ -1,4 +1,4 @@
-"""Further XGBoost model features from issue 2: base_score links, categorical splits,
+"""Further XGBoost model features: base_score links, categorical splits,
 vector-leaf refusal."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Issue 29, items 4-6: ``pgexact-bench`` on a multi-output model file (``--output``), time
+"""``pgexact-bench`` on a multi-output model file (``--output``), time
 matching from repeated timings, one rule for rows with missing values, help texts that match
 the defaults."""
 

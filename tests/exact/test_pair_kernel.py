@@ -22,7 +22,8 @@ import pytest
 import xgboost as xgb
 
 import pgexact
-from pgexact import _core
+from pgexact._core import exact as core_exact
+from pgexact._core.exact import Kernel, Perturbation
 
 RTOL = 1e-12
 
@@ -35,7 +36,7 @@ def _close(fast, ref):
 
 def _noise(d, seed):
     rng = np.random.default_rng(seed)
-    return rng.uniform(0.1, 1.2, size=d), rng.choice(np.array([0, 1, 2], np.uint8), size=d)
+    return Perturbation(rng.uniform(0.1, 1.2, size=d), rng.choice(np.array([0, 1, 2], np.uint8), size=d))
 
 
 @pytest.fixture(scope="module")
@@ -54,16 +55,16 @@ def test_both_fast_kernels_match_the_reference(xgb_model, pairs):
     ens, X = xgb_model
     rows = X[:20]
     d = ens.n_features
-    sigma, family = _noise(d, 1)
+    noise = _noise(d, 1)
     rng = np.random.default_rng(5)
     for mask in (np.ones(d, np.uint8), (rng.random(d) < 0.5).astype(np.uint8)):
-        _close(_core.pg2(ens._arena, rows, mask, sigma, family, 1, False, pairs=pairs),
-               _core.pg2(ens._arena, rows, mask, sigma, family, 1, True))
+        _close(core_exact.pg2(ens._arena, rows, mask, noise, 1, (Kernel.pairs if pairs else Kernel.walks)),
+               core_exact.pg2(ens._arena, rows, mask, noise, 1, Kernel.reference))
     R = np.array([rng.permutation(d) for _ in range(20)], dtype=np.int64)
-    _close(_core.pg2_curve(ens._arena, rows, R, d, sigma, family, 2, False, pairs=pairs),
-           _core.pg2_curve(ens._arena, rows, R, d, sigma, family, 1, True))
-    rk, curve = _core.greedy_rank(ens._arena, rows, sigma, family, 2, False, pairs=pairs)
-    _close(curve, _core.pg2_curve(ens._arena, rows, rk, d, sigma, family, 1, True))
+    _close(core_exact.pg2_curve(ens._arena, rows, R, d, noise, 2, (Kernel.pairs if pairs else Kernel.walks)),
+           core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.reference))
+    rk, curve = core_exact.greedy_rank(ens._arena, rows, noise, 2, (Kernel.pairs if pairs else Kernel.walks))
+    _close(curve, core_exact.pg2_curve(ens._arena, rows, rk, d, noise, 1, Kernel.reference))
 
 
 @pytest.mark.parametrize("zero_as_missing", [False, True])
@@ -82,14 +83,14 @@ def test_lightgbm_missing_rules_with_nan_and_zero_rows(zero_as_missing):
     rows = np.array([[np.nan, 0.0, 0.3, -1.0], [0.0, np.nan, 0.0, 0.5], [1e-36, -0.0, np.nan, np.nan],
                      [0.2, 0.0, 1.0, 0.0], [np.nan, np.nan, np.nan, 0.1]])
     d = 4
-    sigma, family = _noise(d, 2)
+    noise = _noise(d, 2)
     for mask in ([1, 1, 1, 1], [0, 0, 1, 1], [1, 0, 0, 0], [0, 0, 0, 0]):
         m = np.array(mask, np.uint8)
-        _close(_core.pg2(ens._arena, rows, m, sigma, family, 1, False),
-               _core.pg2(ens._arena, rows, m, sigma, family, 1, True))
+        _close(core_exact.pg2(ens._arena, rows, m, noise, 1),
+               core_exact.pg2(ens._arena, rows, m, noise, 1, Kernel.reference))
     R = np.array([[3, 1, 0, 2]] * len(rows), dtype=np.int64)
-    _close(_core.pg2_curve(ens._arena, rows, R, d, sigma, family, 1, False),
-           _core.pg2_curve(ens._arena, rows, R, d, sigma, family, 1, True))
+    _close(core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1),
+           core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.reference))
 
 
 def test_categorical_feature_left_unperturbed():
@@ -102,12 +103,12 @@ def test_categorical_feature_left_unperturbed():
     ens = pgexact.load(model)
     assert ens._arena is not None
     rows = X[:12]
-    sigma, family = _noise(3, 3)
+    noise = _noise(3, 3)
     m = np.array([1, 0, 1], np.uint8)
-    _close(_core.pg2(ens._arena, rows, m, sigma, family, 1, False), _core.pg2(ens._arena, rows, m, sigma, family, 1, True))
+    _close(core_exact.pg2(ens._arena, rows, m, noise, 1), core_exact.pg2(ens._arena, rows, m, noise, 1, Kernel.reference))
     R = np.array([[2, 0, 1]] * 12, dtype=np.int64)
-    _close(_core.pg2_curve(ens._arena, rows, R, 2, sigma, family, 1, False),
-           _core.pg2_curve(ens._arena, rows, R, 2, sigma, family, 1, True))
+    _close(core_exact.pg2_curve(ens._arena, rows, R, 2, noise, 1),
+           core_exact.pg2_curve(ens._arena, rows, R, 2, noise, 1, Kernel.reference))
 
 
 def test_more_rows_than_one_block_and_any_threads(xgb_model):
@@ -115,11 +116,11 @@ def test_more_rows_than_one_block_and_any_threads(xgb_model):
     ens, X = xgb_model
     d = ens.n_features
     rows = np.vstack([X[:150], X[:3]])
-    sigma, family = _noise(d, 4)
+    noise = _noise(d, 4)
     R = np.array([np.random.default_rng(i).permutation(d) for i in range(len(rows))], dtype=np.int64)
-    many = _core.pg2_curve(ens._arena, rows, R, d, sigma, family, 2, False)
+    many = core_exact.pg2_curve(ens._arena, rows, R, d, noise, 2)
     for i in (0, 63, 64, 100, 149, 150, 152):
-        alone = _core.pg2_curve(ens._arena, rows[i : i + 1], R[i : i + 1], d, sigma, family, 1, False)
+        alone = core_exact.pg2_curve(ens._arena, rows[i : i + 1], R[i : i + 1], d, noise, 1)
         np.testing.assert_array_equal(many[i], alone[0])
 
 
@@ -133,14 +134,15 @@ def test_every_simd_build_gives_the_same_bits(tmp_path, xgb_model):
     path.write_bytes(pickle.dumps((ens, X[:40])))
     script = textwrap.dedent(f"""
         import pickle, sys, numpy as np
-        from pgexact import _core
+        from pgexact._core import exact as core_exact
+        from pgexact._core.exact import Kernel, Perturbation
         ens, rows = pickle.loads(open({str(path)!r}, "rb").read())
         d = ens.n_features
-        sigma = np.linspace(0.2, 1.0, d); family = np.zeros(d, np.uint8)
+        noise = Perturbation(np.linspace(0.2, 1.0, d), np.zeros(d, np.uint8))
         R = np.array([np.random.default_rng(i).permutation(d) for i in range(len(rows))], dtype=np.int64)
-        out = [_core.pg2(ens._arena, rows, np.ones(d, np.uint8), sigma, family, 1, False),
-               _core.pg2_curve(ens._arena, rows, R, d, sigma, family, 1, False),
-               *_core.greedy_rank(ens._arena, rows, sigma, family, 1, False)]
+        out = [core_exact.pg2(ens._arena, rows, np.ones(d, np.uint8), noise, 1),
+               core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1),
+               *core_exact.greedy_rank(ens._arena, rows, noise, 1)]
         sys.stdout.buffer.write(pickle.dumps(out))
     """)
     results = {}
@@ -167,9 +169,9 @@ def test_trees_with_more_leaves_than_one_chunk():
     leaves = model.get_booster().trees_to_dataframe().query("Feature == 'Leaf'").groupby("Tree").size()
     assert leaves.max() > 64
     rows = X[:10]
-    sigma, family = _noise(5, 6)
+    noise = _noise(5, 6)
     R = np.array([np.random.default_rng(i).permutation(5) for i in range(10)], dtype=np.int64)
-    _close(_core.pg2_curve(ens._arena, rows, R, 5, sigma, family, 2, False),
-           _core.pg2_curve(ens._arena, rows, R, 5, sigma, family, 1, True))
-    rk, curve = _core.greedy_rank(ens._arena, rows, sigma, family, 2, False)
-    _close(curve, _core.pg2_curve(ens._arena, rows, rk, 5, sigma, family, 1, True))
+    _close(core_exact.pg2_curve(ens._arena, rows, R, 5, noise, 2),
+           core_exact.pg2_curve(ens._arena, rows, R, 5, noise, 1, Kernel.reference))
+    rk, curve = core_exact.greedy_rank(ens._arena, rows, noise, 2)
+    _close(curve, core_exact.pg2_curve(ens._arena, rows, rk, 5, noise, 1, Kernel.reference))

@@ -25,7 +25,7 @@ from typing import Any, Dict, List
 import numpy as np
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/: the driver
 sys.path.insert(0, HERE)
 from _mutation_driver import (BYTE_MUTATORS, Pairs, containers, dumps_pairs, lightgbm_mutant,  # noqa: E402
                               loads_pairs, mutate_tree, ubj)

@@ -1,5 +1,5 @@
 """scikit-learn: TreeEnsemble.predict against each estimator's own output and leaf routing, and
-exact PG² against a cell brute force through the estimator's own predict (DESIGN §4 scikit-learn)."""
+exact PG² against a cell brute force through the estimator's own predict (docs/supported_models.md)."""
 
 from __future__ import annotations
 
@@ -415,11 +415,11 @@ def test_pg2_matches_bruteforce(name, S, family):
 
 # ------------------------------------------------------------------------------ arrays binding
 def test_build_arena_from_arrays_validates():
-    from pgexact import _core
+    from pgexact._core import model as core_model
 
     good = dict(children_left=[1, -1, -1], children_right=[2, -1, -1], feature=[0, -2, -2],
                 threshold=[0.5, 0, 0], value=[0, 1.0, 2.0])
-    a = _core.build_arena_from_arrays([good], np.zeros(1), 1, "<=", False, "none")
+    a = core_model.build_arena_from_arrays([good], np.zeros(1), 1, "<=", False, "none")
     np.testing.assert_array_equal(a.predict(np.array([[0.5], [0.6], [np.nan]]), 0), [1.0, 2.0, 2.0])
     cases = [
         (dict(good, children_left=[1, 1, -1]), ValueError, "tree 0"),
@@ -436,12 +436,12 @@ def test_build_arena_from_arrays_validates():
     ]
     for tree, exc, msg in cases:
         with pytest.raises(exc, match=msg):
-            _core.build_arena_from_arrays([tree], np.zeros(1), 1, "<=", False, "none")
+            core_model.build_arena_from_arrays([tree], np.zeros(1), 1, "<=", False, "none")
     with pytest.raises(ValueError, match="op"):
-        _core.build_arena_from_arrays([good], np.zeros(1), 1, "<>", False, "none")
+        core_model.build_arena_from_arrays([good], np.zeros(1), 1, "<>", False, "none")
     with pytest.raises(ValueError, match="category_rule"):
-        _core.build_arena_from_arrays([good], np.zeros(1), 1, "<=", False, "bogus")
+        core_model.build_arena_from_arrays([good], np.zeros(1), 1, "<=", False, "bogus")
     with pytest.raises(TypeError, match="dict"):
-        _core.build_arena_from_arrays([1], np.zeros(1), 1, "<=", False, "none")
+        core_model.build_arena_from_arrays([1], np.zeros(1), 1, "<=", False, "none")
     with pytest.raises(ValueError, match="categorical"):
-        _core.build_arena_from_arrays([dict(good, cat_nodes=[0], cat_bitsets=[[1]])], np.zeros(1), 1, "<=", False, "none")
+        core_model.build_arena_from_arrays([dict(good, cat_nodes=[0], cat_bitsets=[[1]])], np.zeros(1), 1, "<=", False, "none")

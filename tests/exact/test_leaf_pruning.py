@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pgexact
+from pgexact._exact._kernels import Kernel
 from pgexact._exact._prepare import prepare_call
 
 RTOL = 1e-13
@@ -81,7 +82,7 @@ def test_pruned_against_reference(deep):
     for sigma in (0.05, 0.3):
         call = prepare_call(ens, rows, sigma=sigma)
         every = np.ones(ens.n_features, np.uint8)
-        fast, ref = call.pg2(every), call.pg2(every, reference=True)
+        fast, ref = call.pg2(every), call.pg2(every, kernel=Kernel.reference)
         assert np.all(fast >= 0.0)
         np.testing.assert_allclose(fast, ref, rtol=1e-12, atol=1e-300)
 

@@ -1,5 +1,5 @@
 """LightGBM: TreeEnsemble.predict against LightGBM's own raw score and leaf routing, and exact
-PG² against a cell brute force through LightGBM's own predict (DESIGN §4 LightGBM)."""
+PG² against a cell brute force through LightGBM's own predict (docs/supported_models.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import pgexact
-from pgexact import _core
+from pgexact._core import model as core_model
 from _cells import FAMILIES, edge_rows, pg2_bruteforce
 
 D = 4
@@ -469,7 +469,7 @@ def _token(key, new, index=0):
 )
 def test_malformed_text_raises_value_error(mutate, message):
     with pytest.raises(ValueError, match=message):
-        _core.parse_lightgbm_text(mutate(_valid_text()), -1)
+        core_model.parse_lightgbm_text(mutate(_valid_text()), -1)
 
 
 def test_random_corruptions_never_crash():
@@ -491,7 +491,7 @@ def test_random_corruptions_never_crash():
             else:
                 del ls[i]
         try:
-            arena, _ = _core.parse_lightgbm_text("\n".join(ls), -1)
+            arena, _ = core_model.parse_lightgbm_text("\n".join(ls), -1)
             arena.predict(np.zeros((2, arena.n_features)), 0)
             outcomes["ok"] += 1
         except ValueError:
@@ -501,15 +501,15 @@ def test_random_corruptions_never_crash():
 
 def test_parse_argument_types():
     with pytest.raises(TypeError, match="data"):
-        _core.parse_lightgbm_text(12, -1)
+        core_model.parse_lightgbm_text(12, -1)
     text = _valid_text()
-    a1, meta = _core.parse_lightgbm_text(text, -1)
-    a2, _ = _core.parse_lightgbm_text(text.encode(), -1)
-    assert a1.n_nodes == a2.n_nodes and meta["n_iterations"] == 12
-    a3, meta3 = _core.parse_lightgbm_text(text, 5)
-    assert a3.n_trees == 5 and meta3["n_iterations_used"] == 5
+    a1, meta = core_model.parse_lightgbm_text(text, -1)
+    a2, _ = core_model.parse_lightgbm_text(text.encode(), -1)
+    assert a1.n_nodes == a2.n_nodes and meta.n_iterations == 12
+    a3, meta3 = core_model.parse_lightgbm_text(text, 5)
+    assert a3.n_trees == 5 and meta3.n_iterations_used == 5
     with pytest.raises(ValueError, match="iterations"):
-        _core.parse_lightgbm_text(text, 13)
+        core_model.parse_lightgbm_text(text, 13)
 
 
 def test_path_that_is_not_a_model(tmp_path):

@@ -1,4 +1,4 @@
-"""TreeEnsemble.predict against XGBoost's own margin (DESIGN §4 XGBoost)."""
+"""TreeEnsemble.predict against XGBoost's own margin (docs/supported_models.md)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Issue 29, items 1, 2, 3 and 8: data as users have it.
+"""Data as users have it: DataFrames, categories, missing values, sparse input, class labels.
 
 1. pandas ``category`` columns read as each library reads them at predict time (XGBoost's
    stored categories, LightGBM's ``pandas_categorical``, HistGradientBoosting's encoder), by the
@@ -438,7 +438,7 @@ def test_sparse_and_dmatrix_refused_where_the_library_refuses_them(sparse_data):
 
 # ------------------------------------------------------------------- the README's example
 def test_readme_your_data_example_runs():
-    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "README.md")
     text = open(readme, encoding="utf-8").read()
     section = text[text.index("## Your data"):]
     code = section[section.index("```python") + len("```python"):]

@@ -27,9 +27,11 @@ import numpy as np
 import pytest
 
 import pgexact
-from pgexact import _core
+from pgexact._core import exact as core_exact
+from pgexact._core import model as core_model
+from pgexact._core.exact import Kernel, Perturbation
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/, with the helpers
 D = 5
 
 
@@ -224,7 +226,7 @@ BAD_ARGUMENTS = [
      TypeError, r"model.*LinearRegression.*HistGradientBoosting"),
     ("model_missing_file", "xgb_reg", lambda m: pgexact.load("/nonexistent/model.json"), ValueError,
      r"model.*not found"),
-    ("model_directory", "xgb_reg", lambda m: pgexact.load(HERE), ValueError, r"model.*directory"),
+    ("model_directory", "xgb_reg", lambda m: pgexact.load(TESTS), ValueError, r"model.*directory"),
     ("model_unfitted_xgb", "xgb_reg", lambda m: pgexact.load(type(m)()), ValueError, r"model.*not fitted"),
     ("model_unfitted_sklearn", "xgb_reg", lambda m: pgexact.load(__import__("sklearn.tree").tree.DecisionTreeRegressor()),
      ValueError, r"model.*not fitted"),
@@ -276,8 +278,7 @@ def test_unaligned_arrays(xgb_reg):
     assert np.array_equal(got, ref)
     assert np.array_equal(ens.predict(_unaligned(X4)), ens.predict(X4))
     mask = np.ones(D, np.uint8)
-    assert np.array_equal(_core.pg2(ens._arena, _unaligned(X4), mask, _unaligned(np.full(D, 0.4)),
-                                    np.zeros(D, np.uint8), 1, False),
+    assert np.array_equal(core_exact.pg2(ens._arena, _unaligned(X4), mask, Perturbation(_unaligned(np.full(D, 0.4)), np.zeros(D, np.uint8)), 1),
                           pgexact.pg2(ens, X4, np.ones(D, bool), sigma=0.4))
 
 
@@ -571,9 +572,9 @@ def test_lightgbm_category_memory_bomb(tmp_path):
 
 def test_arena_bytes_category_memory_bomb():
     # Serialised arenas may also point many nodes at one large set.
-    arena, _ = _core.parse_lightgbm_text(_lgb_text(LGB_GOOD), -1)
+    arena, _ = core_model.parse_lightgbm_text(_lgb_text(LGB_GOOD), -1)
     good = arena.to_bytes()
-    assert _core.Arena.from_bytes(good).to_bytes() == good
+    assert core_model.Arena.from_bytes(good).to_bytes() == good
     n_inner = 200
     words = 2**19
     le = lambda fmt, *v: struct.pack("<" + fmt, *v)  # noqa: E731
@@ -596,7 +597,7 @@ def test_arena_bytes_category_memory_bomb():
             + arr("i", right) + arr("d", [0.0] * n) + arr("d", [1.0] * n) + arr("B", flags)
             + arr("i", [0] * n) + arr("i", [words if f >= 0 else 0 for f in feature]) + arr("I", [1] * words))
     with pytest.raises(ValueError, match="256 MiB"):
-        _core.Arena.from_bytes(blob)
+        core_model.Arena.from_bytes(blob)
 
 
 def test_tree_depth_limit():
@@ -609,20 +610,20 @@ def test_tree_depth_limit():
     tree = dict(children_left=left, children_right=right, feature=np.zeros(n, np.int64),
                 threshold=np.zeros(n), value=np.zeros(n))
     with pytest.raises(ValueError, match="deeper than 1048576 levels"):
-        _core.build_arena_from_arrays([tree], np.zeros(1), 1)
+        core_model.build_arena_from_arrays([tree], np.zeros(1), 1)
 
 
 # ----------------------------------------------------------------------------- mutated files (subprocess)
 def test_mutated_model_files_never_crash(tmp_path):
     """Seeded mutations of real model files: each loads or raises ValueError; no crash."""
-    sys.path.insert(0, os.path.join(HERE, "fuzz"))
+    sys.path.insert(0, os.path.join(TESTS, "fuzz"))
     try:
         from make_corpus import write_corpus
     finally:
         sys.path.pop(0)
     write_corpus(str(tmp_path), small=False)
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "_mutation_driver.py"), str(tmp_path), "120", "20240"],
+    proc = subprocess.run([sys.executable, os.path.join(TESTS, "_mutation_driver.py"), str(tmp_path), "120", "20240"],
                           capture_output=True, text=True, timeout=300, env=env)
     if proc.returncode < 0:
         pytest.fail(f"mutation driver killed by signal {signal.Signals(-proc.returncode).name}:\n{proc.stderr[-4000:]}")
@@ -640,8 +641,8 @@ def _reference_check(ens, X, masks):
     family = np.zeros(d, dtype=np.uint8)
     for mask in masks:
         m = np.asarray(mask, dtype=np.uint8)
-        fast = _core.pg2(arena, X, m, sigma, family, 1, False)
-        ref = _core.pg2(arena, X, m, sigma, family, 1, True)
+        fast = core_exact.pg2(arena, X, m, Perturbation(sigma, family), 1)
+        ref = core_exact.pg2(arena, X, m, Perturbation(sigma, family), 1, Kernel.reference)
         np.testing.assert_allclose(fast, ref, rtol=1e-11, atol=1e-300)
         np.testing.assert_array_equal(pgexact.pg2(ens, X, m.astype(bool), sigma=sigma, n_jobs=1), fast)
         assert np.all(fast >= 0.0)
@@ -698,7 +699,7 @@ def test_synthetic_chain_200k_deep():
     value[-1] = depth % 2
     tree = dict(children_left=left, children_right=right, feature=np.zeros(n, np.int64), threshold=threshold,
                 value=value)
-    arena = _core.build_arena_from_arrays([tree], np.zeros(1), 1, op="<=")
+    arena = core_model.build_arena_from_arrays([tree], np.zeros(1), 1, op="<=")
     assert arena.max_depth == depth
     ens = pgexact.TreeEnsemble(arena)
     x = np.array([[0.0], [10.0], [199_999.0], [250_000.0]])

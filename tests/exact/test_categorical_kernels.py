@@ -19,7 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pgexact
-from pgexact import _core
+from pgexact._core import exact as core_exact
+from pgexact._core import model as core_model
+from pgexact._core.exact import Kernel
 from pgexact._exact._prepare import prepare_call
 
 D = 4  # features 0, 1: category codes (1 also split numerically); 2, 3: numeric
@@ -54,7 +56,7 @@ def _tree(rng: np.random.Generator, depth: int, n_codes: int = N_CODES) -> dict:
 def _model(seed: int, n_trees: int, depth: int, n_codes: int = N_CODES) -> pgexact.TreeEnsemble:
     rng = np.random.default_rng(seed)
     trees = [_tree(rng, depth, n_codes) for _ in range(n_trees)]
-    return pgexact.TreeEnsemble(_core.build_arena_from_arrays(trees, np.array([0.3]), D, "<=", False, "lightgbm"))
+    return pgexact.TreeEnsemble(core_model.build_arena_from_arrays(trees, np.array([0.3]), D, "<=", False, "lightgbm"))
 
 
 def _rows(seed: int, n: int) -> np.ndarray:
@@ -92,15 +94,14 @@ def test_pair_kernel_matches_reference(seed: int, n_trees: int, depth: int, fixe
     call = prepare_call(model, X, sigma=0.4, noise=noise)
     masks = (rng.random((X.shape[0], D)) < 0.6).astype(np.uint8)
     fast = call.pg2(masks)
-    _close(fast, call.pg2(masks, reference=True))
+    _close(fast, call.pg2(masks, kernel=Kernel.reference))
     # one mask for every row, and each row alone: the same bits
     mask = np.array([1, 1, 0, 1], np.uint8)
     together = call.pg2(mask)
     alone = np.array([call.rows(i, i + 1).pg2(mask)[0] for i in range(X.shape[0])])
     assert np.array_equal(together, alone)
     np.testing.assert_allclose(call.expected(mask), np.array([
-        _core.expected(model._arena, X[i:i + 1], mask, call.noise.sigma, call.noise.family,
-                       categorical=call.noise.categorical)[0] for i in range(X.shape[0])]), rtol=0, atol=0)
+        core_exact.expected(model._arena, X[i:i + 1], mask, call.perturbation)[0] for i in range(X.shape[0])]), rtol=0, atol=0)
 
 
 @settings(max_examples=15, deadline=None)
@@ -117,8 +118,7 @@ def test_curve_and_greedy_with_categories(seed: int, n_trees: int, depth: int) -
         masks = np.zeros((X.shape[0], D), np.uint8)
         np.put_along_axis(masks, ranking[:, :k + 1], 1, axis=1)
         np.testing.assert_allclose(curve[:, k], call.pg2(masks), rtol=1e-13, atol=0)
-    _close(curve, _core.pg2_curve(model._arena, X, ranking, D, call.noise.sigma, call.noise.family, 1, True,
-                                  categorical=call.noise.categorical))
+    _close(curve, core_exact.pg2_curve(model._arena, X, ranking, D, call.perturbation, 1, Kernel.reference))
     order, gains = call.greedy_rank()
     for i in range(X.shape[0]):
         chosen = np.zeros(D, np.uint8)
@@ -134,8 +134,7 @@ def test_curve_and_greedy_with_categories(seed: int, n_trees: int, depth: int) -
             chosen[order[i, k]] = 1
             assert gains[i, k] == pytest.approx(call.rows(i, i + 1).pg2(chosen)[0], rel=1e-13, abs=0)
             assert gains[i, k] >= max(values) * (1 - 1e-12)
-    ref_order, ref_gains = _core.greedy_rank(model._arena, X, call.noise.sigma, call.noise.family, 1, True,
-                                             categorical=call.noise.categorical)
+    ref_order, ref_gains = core_exact.greedy_rank(model._arena, X, call.perturbation, 1, Kernel.reference)
     _close(np.sort(gains[:, -1]), np.sort(ref_gains[:, -1]))
 
 
@@ -183,10 +182,9 @@ def test_more_cells_than_a_word(seed: int) -> None:
              pgexact.noise.categorical(0.3, np.arange(0, n_codes, 3)), "normal", None]
     call = prepare_call(model, X, sigma=0.4, noise=noise)
     masks = (rng.random((13, D)) < 0.7).astype(np.uint8)
-    _close(call.pg2(masks), call.pg2(masks, reference=True))
+    _close(call.pg2(masks), call.pg2(masks, kernel=Kernel.reference))
     ranking = np.argsort(rng.random((13, D)), axis=1).astype(np.int64)
-    _close(call.pg2_curve(ranking), _core.pg2_curve(model._arena, X, ranking, D, call.noise.sigma,
-                                                    call.noise.family, 1, True, categorical=call.noise.categorical))
+    _close(call.pg2_curve(ranking), core_exact.pg2_curve(model._arena, X, ranking, D, call.perturbation, 1, Kernel.reference))
 
 
 def test_none_leaves_a_feature_unperturbed() -> None:
@@ -221,12 +219,10 @@ def test_categorical_noise_refused_where_the_walks_run() -> None:
     model = _model(5, 3, 2)
     X = _rows(5, 4)
     call = prepare_call(model, X, sigma=0.4, noise=_noise(np.random.default_rng(5), False))
-    n = call.noise
     with pytest.raises(ValueError, match="^noise: categorical perturbation"):
-        _core.pg2(model._arena, X, np.ones(D, np.uint8), n.sigma, n.family, 1, False, pairs=False,
-                  categorical=n.categorical)
+        core_exact.pg2(model._arena, X, np.ones(D, np.uint8), call.perturbation, 1, Kernel.walks)
     with pytest.raises(ValueError, match="^noise: first moments"):
-        _core.first_moments(model._arena, X, n.sigma, n.family, categorical=n.categorical)
+        core_exact.first_moments(model._arena, X, call.perturbation)
 
 
 def test_categorical_noise_beyond_the_pair_kernel_is_refused_by_name() -> None:
@@ -235,7 +231,7 @@ def test_categorical_noise_beyond_the_pair_kernel_is_refused_by_name() -> None:
                 feature=np.array([0, 0, 69, 0, 0]), threshold=np.array([0.0, 0.0, 0.5, 0.0, 0.0]),
                 value=np.array([0.0, 1.0, 0.0, -1.0, 2.0]), cat_nodes=np.array([0]),
                 cat_bitsets=[np.array([0b1010], dtype=np.uint32)])
-    model = pgexact.TreeEnsemble(_core.build_arena_from_arrays([tree], np.zeros(1), d, "<=", False, "lightgbm"))
+    model = pgexact.TreeEnsemble(core_model.build_arena_from_arrays([tree], np.zeros(1), d, "<=", False, "lightgbm"))
     X = np.zeros((2, d))
     X[1, 0] = 3.0
     with pytest.raises(ValueError, match=r"^noise: exact categorical perturbation needs .* feature\(s\) #0"):
@@ -252,12 +248,12 @@ def test_leaf_values_that_would_overflow_are_refused() -> None:
     tree = dict(children_left=np.array([1, -1, -1]), children_right=np.array([2, -1, -1]),
                 feature=np.array([0, 0, 0]), threshold=np.array([0.0, 0.0, 0.0]),
                 value=np.array([0.0, 1e161, 0.5]))
-    model = pgexact.TreeEnsemble(_core.build_arena_from_arrays([tree], np.zeros(1), 1, "<=", False, "none"))
+    model = pgexact.TreeEnsemble(core_model.build_arena_from_arrays([tree], np.zeros(1), 1, "<=", False, "none"))
     X = np.zeros((2, 1))
     for call in (lambda: pgexact.pg2(model, X, features=[0]), lambda: pgexact.pgi2(model, X),
                  lambda: pgexact.rank(model, X), lambda: pgexact.expected(model, X, features=[0])):
         with pytest.raises(ValueError, match=r"^model: a leaf value of 1e\+161 is beyond 1e100"):
             call()
     tree["value"] = np.array([0.0, 1e99, 0.5])
-    small = pgexact.TreeEnsemble(_core.build_arena_from_arrays([tree], np.zeros(1), 1, "<=", False, "none"))
+    small = pgexact.TreeEnsemble(core_model.build_arena_from_arrays([tree], np.zeros(1), 1, "<=", False, "none"))
     assert np.all(np.isfinite(pgexact.pg2(small, X, features=[0])))

@@ -20,7 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pgexact
-from pgexact import _core
+from pgexact._core import exact as core_exact
+from pgexact._core import model as core_model
+from pgexact._core.exact import Kernel, Perturbation
 
 RTOL = 1e-12
 
@@ -83,7 +85,7 @@ class _Model:
 def _noise(d, rng, families=(0, 1, 2)):
     sigma = rng.uniform(0.05, 1.5, size=d)
     family = rng.choice(np.array(families, dtype=np.uint8), size=d)
-    return sigma, family
+    return Perturbation(sigma, family)
 
 
 def _assert_close(fast, ref):
@@ -118,11 +120,11 @@ def test_pg2_fast_equals_reference_random_sets(model):
     X = _rows(model, 11)
     d = model.d
     for _ in range(6):
-        sigma, family = _noise(d, rng)
+        noise = _noise(d, rng)
         masks = (rng.random((X.shape[0], d)) < rng.uniform(0.2, 1.0)).astype(np.uint8)
-        fast = _core.pg2(model.arena, X, masks, sigma, family, 1, False)
-        separate = _core.pg2(model.arena, X, masks, sigma, family, 1, False, shared=False)
-        ref = _core.pg2(model.arena, X, masks, sigma, family, 1, True)
+        fast = core_exact.pg2(model.arena, X, masks, noise, 1)
+        separate = core_exact.pg2(model.arena, X, masks, noise, 1, Kernel.separate_walks)
+        ref = core_exact.pg2(model.arena, X, masks, noise, 1, Kernel.reference)
         _assert_close(fast, ref)
         _assert_close(separate, ref)
 
@@ -131,12 +133,12 @@ def test_pg2_fast_equals_reference_every_single_feature(model):
     """|S| = 1 takes the sweep, not the pair recursion."""
     X = _rows(model, 12)
     d = model.d
-    sigma, family = _noise(d, np.random.default_rng(13))
+    noise = _noise(d, np.random.default_rng(13))
     for j in range(d):
         mask = np.zeros(d, dtype=np.uint8)
         mask[j] = 1
-        _assert_close(_core.pg2(model.arena, X, mask, sigma, family, 1, False),
-                      _core.pg2(model.arena, X, mask, sigma, family, 1, True))
+        _assert_close(core_exact.pg2(model.arena, X, mask, noise, 1),
+                      core_exact.pg2(model.arena, X, mask, noise, 1, Kernel.reference))
 
 
 def test_curve_fast_equals_reference(model):
@@ -145,11 +147,11 @@ def test_curve_fast_equals_reference(model):
     X = _rows(model, 15)
     d = model.d
     for n_steps in (d, max(1, d - 2), 2):
-        sigma, family = _noise(d, rng)
+        noise = _noise(d, rng)
         R = np.array([rng.permutation(d) for _ in range(X.shape[0])], dtype=np.int64)
-        fast = _core.pg2_curve(model.arena, X, R, n_steps, sigma, family, 2, False)
-        separate = _core.pg2_curve(model.arena, X, R, n_steps, sigma, family, 2, False, shared=False)
-        ref = _core.pg2_curve(model.arena, X, R, n_steps, sigma, family, 1, True)
+        fast = core_exact.pg2_curve(model.arena, X, R, n_steps, noise, 2)
+        separate = core_exact.pg2_curve(model.arena, X, R, n_steps, noise, 2, Kernel.separate_walks)
+        ref = core_exact.pg2_curve(model.arena, X, R, n_steps, noise, 1, Kernel.reference)
         assert fast.shape == (X.shape[0], n_steps)
         _assert_close(fast, ref)
         _assert_close(separate, ref)
@@ -158,16 +160,16 @@ def test_curve_fast_equals_reference(model):
             masks = np.zeros((X.shape[0], d), dtype=np.uint8)
             for i in range(X.shape[0]):
                 masks[i, R[i, : k + 1]] = 1
-            _assert_close(fast[:, k], _core.pg2(model.arena, X, masks, sigma, family, 1, False))
+            _assert_close(fast[:, k], core_exact.pg2(model.arena, X, masks, noise, 1))
 
 
 def test_greedy_rank_fast_equals_reference(model):
     X = _rows(model, 16)[:5]
     d = model.d
-    sigma, family = _noise(d, np.random.default_rng(17))
-    r_ref, c_ref = _core.greedy_rank(model.arena, X, sigma, family, 1, True)
+    noise = _noise(d, np.random.default_rng(17))
+    r_ref, c_ref = core_exact.greedy_rank(model.arena, X, noise, 1, Kernel.reference)
     for shared in (True, False):
-        r_fast, c_fast = _core.greedy_rank(model.arena, X, sigma, family, 2, False, shared=shared)
+        r_fast, c_fast = core_exact.greedy_rank(model.arena, X, noise, 2, (Kernel.pairs if shared else Kernel.separate_walks))
         _assert_close(c_fast, c_ref)
         for i in range(X.shape[0]):
             # Rankings agree wherever the choice was not a near-tie (within 1e-10) of PG2 values.
@@ -184,21 +186,21 @@ def test_many_features_hashed_bits():
     m = _Model(booster)
     rng = np.random.default_rng(18)
     rows = _awkward_rows(m, X, rng)[:5]
-    sigma, family = _noise(m.d, rng)
+    noise = _noise(m.d, rng)
     used = np.flatnonzero([len(t) > 0 for t in _thresholds(m, m.d)])
     for _ in range(3):
         mask = np.zeros(m.d, dtype=np.uint8)
         mask[rng.choice(used, size=min(len(used), 12), replace=False)] = 1
-        fast = _core.pg2(m.arena, rows, mask, sigma, family, 2, False)
-        _assert_close(fast, _core.pg2(m.arena, rows, mask, sigma, family, 1, True))
-        _assert_close(_core.pg2(m.arena, rows, mask, sigma, family, 1, False, shared=False), fast)
-        alone = [_core.pg2(m.arena, rows[i : i + 1], mask, sigma, family, 1, False)[0] for i in range(len(rows))]
+        fast = core_exact.pg2(m.arena, rows, mask, noise, 2)
+        _assert_close(fast, core_exact.pg2(m.arena, rows, mask, noise, 1, Kernel.reference))
+        _assert_close(core_exact.pg2(m.arena, rows, mask, noise, 1, Kernel.separate_walks), fast)
+        alone = [core_exact.pg2(m.arena, rows[i : i + 1], mask, noise, 1)[0] for i in range(len(rows))]
         np.testing.assert_array_equal(fast, alone)
     R = np.array([np.concatenate([rng.permutation(used), np.setdiff1d(np.arange(m.d), used)])
                   for _ in range(rows.shape[0])], dtype=np.int64)
     n_steps = min(len(used), 10)
-    _assert_close(_core.pg2_curve(m.arena, rows, R, n_steps, sigma, family, 1, False),
-                  _core.pg2_curve(m.arena, rows, R, n_steps, sigma, family, 1, True))
+    _assert_close(core_exact.pg2_curve(m.arena, rows, R, n_steps, noise, 1),
+                  core_exact.pg2_curve(m.arena, rows, R, n_steps, noise, 1, Kernel.reference))
 
 
 def test_lightgbm_and_forest_fast_equals_reference():
@@ -216,10 +218,10 @@ def test_lightgbm_and_forest_fast_equals_reference():
     rows[4, 3] = np.nan
     for model in models:
         ens = pgexact.load(model)
-        sigma, family = _noise(6, rng)
+        noise = _noise(6, rng)
         R = np.array([rng.permutation(6) for _ in range(rows.shape[0])], dtype=np.int64)
-        _assert_close(_core.pg2_curve(ens._arena, rows, R, 6, sigma, family, 1, False),
-                      _core.pg2_curve(ens._arena, rows, R, 6, sigma, family, 1, True))
+        _assert_close(core_exact.pg2_curve(ens._arena, rows, R, 6, noise, 1),
+                      core_exact.pg2_curve(ens._arena, rows, R, 6, noise, 1, Kernel.reference))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -237,13 +239,14 @@ def test_hypothesis_random_models_sets_rows(seed, depth, n_trees, d, data):
     rows = _awkward_rows(m, X, rng, n_random=1)
     sigma = np.array(data.draw(st.lists(st.floats(1e-3, 3.0), min_size=d, max_size=d)))
     family = np.array(data.draw(st.lists(st.integers(0, 2), min_size=d, max_size=d)), dtype=np.uint8)
+    noise = Perturbation(sigma, family)
     mask = np.array(data.draw(st.lists(st.booleans(), min_size=d, max_size=d)), dtype=np.uint8)
-    _assert_close(_core.pg2(m.arena, rows, mask, sigma, family, 1, False),
-                  _core.pg2(m.arena, rows, mask, sigma, family, 1, True))
+    _assert_close(core_exact.pg2(m.arena, rows, mask, noise, 1),
+                  core_exact.pg2(m.arena, rows, mask, noise, 1, Kernel.reference))
     ranking = np.array(data.draw(st.permutations(range(d))), dtype=np.int64)
     n_steps = data.draw(st.integers(1, d))
-    _assert_close(_core.pg2_curve(m.arena, rows, ranking, n_steps, sigma, family, 1, False),
-                  _core.pg2_curve(m.arena, rows, ranking, n_steps, sigma, family, 1, True))
+    _assert_close(core_exact.pg2_curve(m.arena, rows, ranking, n_steps, noise, 1),
+                  core_exact.pg2_curve(m.arena, rows, ranking, n_steps, noise, 1, Kernel.reference))
 
 
 def test_value_of_a_row_does_not_depend_on_its_batch(model):
@@ -253,28 +256,28 @@ def test_value_of_a_row_does_not_depend_on_its_batch(model):
     rng = np.random.default_rng(20)
     X = np.vstack([_rows(model, 21), model.X[:40]])
     d = model.d
-    sigma, family = _noise(d, rng)
+    noise = _noise(d, rng)
     for mask in (np.ones(d, dtype=np.uint8), (rng.random(d) < 0.6).astype(np.uint8)):
-        together = _core.pg2(model.arena, X, mask, sigma, family, 2, False)
-        alone = np.array([_core.pg2(model.arena, X[i : i + 1], mask, sigma, family, 1, False)[0]
+        together = core_exact.pg2(model.arena, X, mask, noise, 2)
+        alone = np.array([core_exact.pg2(model.arena, X[i : i + 1], mask, noise, 1)[0]
                           for i in range(X.shape[0])])
         order = rng.permutation(X.shape[0])
-        shuffled = _core.pg2(model.arena, X[order], mask, sigma, family, 3, False)
+        shuffled = core_exact.pg2(model.arena, X[order], mask, noise, 3)
         np.testing.assert_array_equal(together, alone)
         np.testing.assert_array_equal(shuffled, together[order])
     R = np.array([rng.permutation(d) for _ in range(X.shape[0])], dtype=np.int64)
-    curve = _core.pg2_curve(model.arena, X, R, d, sigma, family, 2, False)
+    curve = core_exact.pg2_curve(model.arena, X, R, d, noise, 2)
     for k in range(d):
         masks = np.zeros((X.shape[0], d), dtype=np.uint8)
         for i in range(X.shape[0]):
             masks[i, R[i, : k + 1]] = 1
         # within 1e-13, not bit for bit: per-row leaf pruning spends its budget per prefix of
         # the curve and per set of pg2 (docs: "How it is fast")
-        np.testing.assert_allclose(curve[:, k], _core.pg2(model.arena, X, masks, sigma, family, 1, False),
+        np.testing.assert_allclose(curve[:, k], core_exact.pg2(model.arena, X, masks, noise, 1),
                                    rtol=1e-13, atol=0)
     rows = X[:6]
-    ranking, gains = _core.greedy_rank(model.arena, rows, sigma, family, 2, False)
-    np.testing.assert_allclose(gains, _core.pg2_curve(model.arena, rows, ranking, d, sigma, family, 1, False),
+    ranking, gains = core_exact.greedy_rank(model.arena, rows, noise, 2)
+    np.testing.assert_allclose(gains, core_exact.pg2_curve(model.arena, rows, ranking, d, noise, 1),
                                rtol=1e-13, atol=0)
 
 
@@ -298,7 +301,7 @@ def test_skipping_falls_back_when_covariances_cancel_the_diagonal():
 
     def ensemble(*scales):
         trees = [dict(tree, value=s * tree["value"]) for s in scales]
-        return pgexact.TreeEnsemble(_core.build_arena_from_arrays(trees, np.zeros(1), 3, op="<="))
+        return pgexact.TreeEnsemble(core_model.build_arena_from_arrays(trees, np.zeros(1), 3, op="<="))
 
     X = rng.normal(size=(20, 3)) * 0.5
     for sigma in (0.05, 0.2):
@@ -306,7 +309,6 @@ def test_skipping_falls_back_when_covariances_cancel_the_diagonal():
         exact = pgexact.pg2(ensemble(eps), X, [0, 1, 2], sigma=sigma)  # one tree: no cancellation
         np.testing.assert_allclose(exact / var, eps**2, rtol=1e-9)
         for shared in (True, False):
-            got = _core.pg2(ensemble(1.0, -(1.0 - eps))._arena, X, np.ones(3, np.uint8), np.full(3, sigma),
-                            np.zeros(3, np.uint8), 2, False, shared=shared)
+            got = core_exact.pg2(ensemble(1.0, -(1.0 - eps))._arena, X, np.ones(3, np.uint8), Perturbation(np.full(3, sigma), np.zeros(3, np.uint8)), 2, (Kernel.pairs if shared else Kernel.separate_walks))
             assert np.all(got >= 0.0)
             assert np.max(np.abs(got - exact) / var) < 1e-14

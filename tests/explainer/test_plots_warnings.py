@@ -1,4 +1,4 @@
-"""Issue 29, item 7: plots keep long feature names inside the figure and name the output they
+"""Plots keep long feature names inside the figure and name the output they
 show, a bad ``kind`` is reported as ``kind``, and every warning points at the user's line."""
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 import pgexact  # noqa: E402
 from conftest import FEATURE_NAMES, NTHREAD, make_data  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIGMA = np.array([0.3, 0.5, 0.2, 0.8, 0.4])
 
 

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 import pgexact
-from pgexact import _core
+from pgexact._core import model as core_model
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/, with the helpers
 
 
 def _split(f, border, index):
@@ -46,7 +46,7 @@ def _doc():
 
 def _parse(doc):
     text = doc if isinstance(doc, (str, bytes)) else json.dumps(doc).replace("Infinity", "1e999")
-    return _core.parse_catboost_json(text, -1)
+    return core_model.parse_catboost_json(text, -1)
 
 
 def test_handmade_baseline():
@@ -55,8 +55,8 @@ def test_handmade_baseline():
                   [float(np.nextafter(np.float32(0.5), np.float32(1))), 0.0]])
     # 2 * leaf + 0.5; NaN in feature 1 is AsTrue (bit set), in feature 0 AsIs (bit clear)
     np.testing.assert_array_equal(arena.predict(X, 0), [2.5, 4.5, 6.5, 8.5, 6.5, 2.5, 4.5])
-    assert meta["n_outputs"] == 1 and meta["scale"] == 2.0 and meta["tree_kind"] == "oblivious"
-    assert meta["nan_treatment"] == ["AsIs", "AsTrue"]
+    assert meta.n_outputs == 1 and meta.scale == 2.0 and meta.tree_kind == "oblivious"
+    assert meta.nan_treatment == ["AsIs", "AsTrue"]
 
 
 def test_handmade_file_loads_through_pgexact_load(tmp_path):
@@ -176,7 +176,7 @@ def test_hostile_non_symmetric_trees():
     base = {k: v for k, v in _doc().items() if k != "oblivious_trees"}
     good = {"split": _split(0, 0.5, 1), "left": {"value": 1.0}, "right": {"value": 2.0}}
     arena, meta = _parse(dict(base, trees=[good]))
-    assert meta["tree_kind"] == "non_symmetric"
+    assert meta.tree_kind == "non_symmetric"
     np.testing.assert_array_equal(arena.predict(np.array([[0.5, 0.0], [0.6, 0.0]]), 0), [2.5, 4.5])
     for tree, match in [
         ({"split": _split(0, 0.5, 1), "left": {"value": 1.0}}, "missing field"),
@@ -193,15 +193,15 @@ def test_hostile_non_symmetric_trees():
 def test_n_trees_argument():
     doc = _doc()
     doc["oblivious_trees"] = doc["oblivious_trees"] * 3
-    arena, meta = _core.parse_catboost_json(json.dumps(doc), 2)
-    assert arena.n_trees == 2 and meta["n_trees"] == 3 and meta["n_trees_used"] == 2
+    arena, meta = core_model.parse_catboost_json(json.dumps(doc), 2)
+    assert arena.n_trees == 2 and meta.n_trees == 3 and meta.n_trees_used == 2
     with pytest.raises(ValueError, match="asked for 4 trees, the model has 3"):
-        _core.parse_catboost_json(json.dumps(doc), 4)
+        core_model.parse_catboost_json(json.dumps(doc), 4)
     with pytest.raises(TypeError, match="data"):
-        _core.parse_catboost_json(12, -1)
+        core_model.parse_catboost_json(12, -1)
     for junk in ("", "[]", "{", "null", '{"features_info": 1}'):
         with pytest.raises(ValueError):
-            _core.parse_catboost_json(junk, -1)
+            core_model.parse_catboost_json(junk, -1)
 
 
 # ----------------------------------------------------------------------------- mutated files (child process)
@@ -252,7 +252,7 @@ def _mutants(rng, raw, n):
 
 
 def _drive(seed_dir, n_per_file, seed):
-    sys.path.insert(0, HERE)
+    sys.path.insert(0, TESTS)
     from _mutation_driver import load_model
 
     rng = random.Random(seed)

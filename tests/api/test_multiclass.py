@@ -1,4 +1,4 @@
-"""Multi-class models (issue 18): output= by position or class label, and output="all".
+"""Multi-class models: output= by position or class label, and output="all".
 
 Every class of an ``output="all"`` call must be bit for bit the single-class call
 ``output=k`` (np.array_equal, never allclose): the model is parsed once and each output's

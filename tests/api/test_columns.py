@@ -1,4 +1,4 @@
-"""Issue 16: positions follow X as passed, names are matched by name, Pipelines transform X.
+"""Columns: positions follow X as passed, names are matched by name, Pipelines transform X.
 
 Every test compares a DataFrame whose columns are a permutation of the model's with the
 model-ordered frame and the positional arguments permuted accordingly; on the code before
@@ -209,7 +209,7 @@ def test_readme_quick_start_runs_as_written():
     import os
     import re
 
-    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "README.md")
     if not os.path.isfile(readme):
         pytest.skip("not run from a source checkout")
     text = open(readme, encoding="utf-8").read()

@@ -1,4 +1,4 @@
-"""Issue 16: ``--model-file`` matches CSV columns by the names stored in the file, does not
+"""``--model-file`` matches CSV columns by the names stored in the file, does not
 standardise unless asked, prints every dropped column, and ``demo`` writes a PNG."""
 
 from __future__ import annotations
