@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, List
 import numpy as np
 
 import pgexact
-from pgexact._adapters import load_outputs
+from pgexact._models._adapters import load_outputs
 from pgexact.bench.common import fmt_time, timed
 
 from _results import write_section  # bench/ is on sys.path when a script there runs

@@ -191,7 +191,7 @@ def test_monte_carlo_draws_categories_by_their_weights(lgbm, data):
     model, _ = lgbm
     X = data[0][:1].copy()
     from pgexact.noise import Sampler
-    from pgexact._validation import as_noise
+    from pgexact._exact._perturbation import as_noise
 
     kn = as_noise(["normal", categorical(0.5, [2, 5, 7], [0.2, 0.3, 0.5]), None, categorical(0.3)], 0.3,
                   pgexact.load(model))

@@ -181,7 +181,7 @@ def test_multi_output_regressor_says_outputs():
 
 # ------------------------------------------------------------------------------ noise scale
 def test_noise_scaled_and_the_large_sigma_warning(diabetes, monkeypatch):
-    from pgexact import _validation
+    from pgexact._exact import _perturbation
 
     model, rows, rev, _ = diabetes
     X, _ = datasets.load_diabetes(return_X_y=True, as_frame=True)
@@ -196,7 +196,7 @@ def test_noise_scaled_and_the_large_sigma_warning(diabetes, monkeypatch):
         pgexact.noise.scaled(np.ones((5, 2)), 0.3)
     with pytest.raises(ValueError, match=r"^scale:"):
         pgexact.noise.scaled(X, -1.0)
-    monkeypatch.setattr(_validation, "_warned_large_sigma", False)
+    monkeypatch.setattr(_perturbation, "_warned_large_sigma", False)
     with pytest.warns(UserWarning, match=r"^sigma: .*standard deviations.*noise.scaled"):
         pgexact.pg2(model, X.iloc[:50], ["bmi"], sigma=0.3)  # diabetes features: std 0.048
     with warnings.catch_warnings():

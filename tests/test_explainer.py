@@ -98,7 +98,7 @@ def test_model_is_parsed_once(data, monkeypatch):
         raise AssertionError("the model was parsed again")
 
     monkeypatch.setattr(model, "get_booster", boom)
-    monkeypatch.setattr(pgexact.explainer, "load_outputs", boom)
+    monkeypatch.setattr(pgexact.explain.explainer, "load_outputs", boom)
     a, b = explainer(X[:3]), explainer(X[3:5])
     assert a.values.shape == (3, 5) and b.values.shape == (2, 5)
 

@@ -28,7 +28,7 @@ from sklearn.ensemble import (  # noqa: E402
 
 import pgexact  # noqa: E402
 import pgexact.dask  # noqa: E402
-from pgexact._api import rank_with_curve  # noqa: E402
+from pgexact._exact._api import rank_with_curve  # noqa: E402
 from conftest import FEATURE_NAMES, NTHREAD  # noqa: E402
 
 K = 3

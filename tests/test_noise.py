@@ -10,7 +10,7 @@ import scipy.stats as st
 
 import pgexact
 from pgexact import _core
-from pgexact._validation import as_noise
+from pgexact._exact._perturbation import as_noise
 from pgexact.ensemble import TreeEnsemble
 from pgexact.noise import Laplace, Normal, Uniform
 

@@ -1,4 +1,4 @@
-"""Progress bars, the slow-call warning and pgexact.estimate (pgexact._progress, _estimate)."""
+"""Progress bars, the slow-call warning and pgexact.estimate (pgexact._exact._progress, _estimate)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import pgexact
-from pgexact import _progress
+from pgexact._exact import _progress
 
 
 def _rows(data, n=40):
@@ -139,7 +139,7 @@ def test_estimate_with_a_ranking_and_refusals(reg_model, data):
 
 def test_estimate_projects_from_the_rate(monkeypatch):
     """The projection: time so far plus the units left at the rate seen between reports."""
-    from pgexact import _estimate
+    from pgexact._exact import _estimate
 
     cal = _estimate._Calibration(10)
     cal.samples = [(0.1, 0, 1000), (0.2, 10, 1000), (0.4, 30, 1000)]

@@ -177,7 +177,7 @@ def test_greedy_importances_are_the_gains_along_the_ranking():
     0; the gains telescope to PG² with every feature noised, by the public pg2. (Late greedy
     steps often lower PG²: noise on one more feature can cancel the others' effect.)"""
     import pgexact
-    from pgexact._api import rank_with_curve
+    from pgexact._exact._api import rank_with_curve
     from pgexact.bench.ranker_models import fit_model, greedy_importances, model_recipe
 
     data = additive(300, 6, 3).data

@@ -8,14 +8,14 @@
 from __future__ import annotations
 
 from . import mc, metrics, noise, openxai
-from ._adapters import load
-from ._api import pg2, pg2_curve, pgi2, pgu2, rank
-from ._estimate import estimate
-from ._moments import expected, infidelity
-from ._outputs import ClassLabel, ClassPosition
-from ._progress import PerformanceWarning
+from ._exact._api import pg2, pg2_curve, pgi2, pgu2, rank
+from ._exact._estimate import estimate
+from ._exact._moments import expected, infidelity
+from ._exact._progress import PerformanceWarning
+from ._models._adapters import load
+from ._models._outputs import ClassLabel, ClassPosition
 from .ensemble import TreeEnsemble
-from .explainer import Explainer, Explanation
+from .explain import Explainer, Explanation
 
 __version__ = "0.1.0"
 

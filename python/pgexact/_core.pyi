@@ -69,7 +69,7 @@ _Categorical = tuple[ArrayLike, ArrayLike, ArrayLike, ArrayLike]
 # O(n^2) pair walk, shared=False the node-pair walks without sharing, pairs=False the shared
 # node-pair walks instead of the leaf-pair kernel (all for checks and benchmarks). family codes
 # 3 (categorical) and 4 (fixed) need categorical = (change (d,), cat_begin (d + 1,) int64,
-# cat_value, cat_weight) (pgexact._validation.KernelNoise.categorical).
+# cat_value, cat_weight) (pgexact._exact._perturbation.KernelNoise.categorical).
 def pg2(arena: Arena, X: ArrayLike, mask: ArrayLike, sigma: ArrayLike, family: ArrayLike,
         n_threads: _Int = 0, reference: bool = False, shared: bool = True, pairs: bool = True,
         categorical: Optional[_Categorical] = None,

@@ -23,7 +23,7 @@ NoiseName = Literal["normal", "uniform", "laplace", "categorical"]
 NoiseLike = Union[NoiseName, str, "NoiseFamily", Type["NoiseFamily"], "Categorical",
                   Sequence[Union[NoiseName, str, "NoiseFamily", "Categorical", None]]]
 #: which output: None (the default), a position, a class label, ``pgexact.ClassLabel`` /
-#: ``pgexact.ClassPosition``, or ``"all"`` (:mod:`pgexact._outputs`)
+#: ``pgexact.ClassPosition``, or ``"all"`` (:mod:`pgexact._models._outputs`)
 OutputLike = Any
 #: a positive standard deviation, or one per feature
 SigmaLike = Union[float, ArrayLike, None]

@@ -55,21 +55,16 @@ import dask.array as da
 from dask.base import is_dask_collection, tokenize
 from dask.delayed import delayed
 
-from . import _api, _moments
-from ._adapters import load
-from ._outputs import refuse_all
+from ._exact import _api, _moments
+from ._models._adapters import load
+from ._models._outputs import refuse_all
 from ._optional import optional
-from ._progress import check_progress
-from ._columns import ColumnOrder, identity_order
-from ._validation import (
-    as_attributions,
-    as_feature_mask,
-    as_matrix,
-    as_matrix_ordered,
-    as_n_jobs,
-    as_noise,
-    as_ranking,
-)
+from ._exact._progress import check_progress
+from ._data._columns import ColumnOrder, identity_order
+from ._data._features import as_attributions, as_feature_mask, as_ranking
+from ._data._rows import as_matrix, as_matrix_ordered
+from ._data._scalars import as_n_jobs
+from ._exact._perturbation import as_noise
 from .ensemble import TreeEnsemble
 
 __all__ = ["pg2", "pg2_curve", "pgi2", "pgu2", "rank", "expected"]

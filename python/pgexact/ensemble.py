@@ -6,8 +6,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from . import _kernels
-from ._validation import as_matrix
+from ._data._rows import as_matrix
+from ._models import _parsers
 
 
 class TreeEnsemble:
@@ -21,7 +21,7 @@ class TreeEnsemble:
 
     def __init__(
         self,
-        arena: "_kernels.Arena",
+        arena: "_parsers.Arena",
         *,
         feature_names: Optional[List[str]] = None,
         output: int = 0,
@@ -131,7 +131,7 @@ class TreeEnsemble:
         }
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
-        self._arena = _kernels.Arena.from_bytes(state["arena"])
+        self._arena = _parsers.Arena.from_bytes(state["arena"])
         self._feature_names = state["feature_names"]
         self._output = state["output"]
         self._n_outputs = state["n_outputs"]

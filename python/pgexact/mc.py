@@ -46,13 +46,15 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Union, cast
 
 import numpy as np
 
-from . import _validation as _v
-from ._adapters import predictor
-from ._columns import ColumnOrder
-from ._pipeline import unwrap
-from ._progress import Progress, check_progress
-from ._api import rank
-from ._target import Target
+from ._data._features import as_feature_mask, as_ranking, ranking_from_attributions
+from ._data._rows import as_matrix_ordered
+from ._exact._perturbation import as_noise, warn_large_sigma
+from ._models._adapters import predictor
+from ._data._columns import ColumnOrder
+from ._models._pipeline import unwrap
+from ._exact._progress import Progress, check_progress
+from ._exact._api import rank
+from ._models._target import Target
 from ._typing import ArrayLike, FloatArray, ModelLike, NoiseLike, SigmaLike
 from .noise import Sampler
 
@@ -72,20 +74,20 @@ _CALL_SECONDS = 0.25
 
 
 # --------------------------------------------------------------------------------------------
-# model -> batched raw-output callable (the model registry, pgexact._adapters)
+# model -> batched raw-output callable (the model registry, pgexact._models._adapters)
 # --------------------------------------------------------------------------------------------
 
 
 def _resolve(model: ModelLike, output: Optional[int] = None,
              n_jobs: Optional[int] = None) -> Target:
-    """The model's :class:`~pgexact._target.Target` (see :func:`pgexact._adapters.predictor`)."""
+    """The model's :class:`~pgexact._models._target.Target` (see :func:`pgexact._models._adapters.predictor`)."""
     return predictor(model, output, n_jobs)
 
 
 def _structure(model: ModelLike, output: Any) -> Any:
     """The parsed model, for its categorical features and their categories (``as_noise``): the
     same perturbation as the exact functions, never additive noise on category codes."""
-    from ._adapters import load
+    from ._models._adapters import load
 
     return load(model, output=output)
 
@@ -120,15 +122,15 @@ def _as_ranking(ranking: Optional[ArrayLike], attributions: Optional[ArrayLike],
                 d: int, order: ColumnOrder) -> Optional[np.ndarray]:
     """(n, d) or (1, d) int64 ranking of the model's indices, or None when neither is given.
 
-    Positions and attribution columns follow X's columns (see :mod:`pgexact._columns`).
+    Positions and attribution columns follow X's columns (see :mod:`pgexact._data._columns`).
     """
     if ranking is not None and attributions is not None:
         raise ValueError("ranking: give either ranking or attributions, not both")
     if attributions is not None:
-        return _v.ranking_from_attributions(attributions, d, n, order).reshape(-1, d)
+        return ranking_from_attributions(attributions, d, n, order).reshape(-1, d)
     if ranking is None:
         return None
-    return order.ranking(_v.as_ranking(ranking, d, n)).reshape(-1, d)
+    return order.ranking(as_ranking(ranking, d, n)).reshape(-1, d)
 
 
 def _prefix_masks(ranking: np.ndarray, bottom: bool) -> np.ndarray:
@@ -176,7 +178,7 @@ class _Moments:
 def _simulate(target: Target, X: np.ndarray, masks: np.ndarray, sigma: np.ndarray,
               noise: Sampler, n_samples: int, progress: Optional[bool] = False,
               desc: str = "mc") -> Dict[str, np.ndarray]:
-    """Monte Carlo moments of the prediction gap, with a bar per ``progress`` (pgexact._progress).
+    """Monte Carlo moments of the prediction gap, with a bar per ``progress`` (pgexact._exact._progress).
 
     masks: (n or 1, P, d) bool.  Returns a dict of (n, P) arrays ``sq``/``sq_se``/``ab``/
     ``ab_se`` (per set) and (n,) arrays ``sq_avg``/``ab_avg`` with their ``_se`` (the mean over
@@ -254,7 +256,7 @@ class _Setup(NamedTuple):
     K: int
     order: ColumnOrder  # X's columns -> the model's
     X: Any  # the rows as the model sees them (a Pipeline's transformed rows)
-    progress: Optional[bool]  # the user's progress= (pgexact._progress)
+    progress: Optional[bool]  # the user's progress= (pgexact._exact._progress)
 
 
 def _setup(model: ModelLike, X: ArrayLike, sigma: SigmaLike, noise: NoiseLike, n_samples: int,
@@ -262,12 +264,12 @@ def _setup(model: ModelLike, X: ArrayLike, sigma: SigmaLike, noise: NoiseLike, n
            progress: Optional[bool] = None) -> _Setup:
     model, X = unwrap(model, X)  # a Pipeline: its final model on the transformed rows
     target = _resolve(model, output, n_jobs)
-    A, order = _v.as_matrix_ordered(X, target)
+    A, order = as_matrix_ordered(X, target)
     d = A.shape[1]
     # the perturbation of every feature, as the exact functions resolve it (the model's
     # categorical features and their categories come from its parsed trees)
-    kn = _v.as_noise(noise, sigma, _structure(model, output), order)
-    _v.warn_large_sigma(A, kn, order)
+    kn = as_noise(noise, sigma, _structure(model, output), order)
+    warn_large_sigma(A, kn, order)
     K = _check_n_samples(n_samples)
     return _Setup(target, A, kn.sigma, Sampler(kn.family, seed, kn.categorical), K, order, X,
                   check_progress(progress))
@@ -329,7 +331,7 @@ def pg2(model: ModelLike, X: ArrayLike, features: ArrayLike, *, sigma: SigmaLike
     """
     st = _setup(model, X, sigma, noise, n_samples, seed, output, n_jobs, progress)
     n, d = st.A.shape
-    mask = _v.as_feature_mask(features, st.target, n, st.order).astype(bool)
+    mask = as_feature_mask(features, st.target, n, st.order).astype(bool)
     r = _simulate(st.target, st.A, mask.reshape(-1, 1, d), st.sigma, st.sampler, st.K,
                   st.progress, "mc.pg2")
     return _ret(r["sq"][:, 0], r["sq_se"][:, 0], return_se)

@@ -411,7 +411,7 @@ class Sampler:
     seed : int or None
         Seed of the stream; None for fresh draws.
     categorical : tuple, optional
-        ``(change, cat_begin, cat_value, cat_weight)`` as ``pgexact._validation.KernelNoise``
+        ``(change, cat_begin, cat_value, cat_weight)`` as ``pgexact._exact._perturbation.KernelNoise``
         holds them; required when a code is ``CATEGORICAL_CODE``.
     """
 

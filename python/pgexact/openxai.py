@@ -39,12 +39,15 @@ from typing import Any, Optional, cast
 
 import numpy as np
 
-from . import _validation as _v
 from . import mc
-from ._adapters import predictor
-from ._pipeline import unwrap
-from ._prepare import prepare_call
-from ._progress import check_progress
+from ._data._features import ranking_from_attributions
+from ._data._rows import as_matrix_ordered
+from ._data._scalars import as_positive_int, as_seed, as_top_k
+from ._exact._perturbation import as_noise
+from ._models._adapters import predictor
+from ._models._pipeline import unwrap
+from ._exact._prepare import prepare_call
+from ._exact._progress import check_progress
 from .noise import Sampler
 
 __all__ = ["pgi", "pgu"]
@@ -65,8 +68,8 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
         raise TypeError(f"auc: expected True or False, got {auc!r}")
     if not isinstance(exact, (bool, np.bool_)):
         raise TypeError(f"exact: expected True or False, got {exact!r}")
-    n_samples = _v.as_positive_int(n_samples, "n_samples")
-    seed = _v.as_seed(seed)
+    n_samples = as_positive_int(n_samples, "n_samples")
+    seed = as_seed(seed)
     model, X = unwrap(model, X)  # a Pipeline: its final model on the transformed rows
     if exact:
         call = prepare_call(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
@@ -74,13 +77,13 @@ def _evaluate(model: Any, X: Any, attributions: Any, *, k: Any, sigma: Any, nois
         n, d = call.n_rows, call.n_features
     else:
         target = predictor(model, output, n_jobs)
-        A, order = _v.as_matrix_ordered(X, target)
+        A, order = as_matrix_ordered(X, target)
         n, d = A.shape
-        kn = _v.as_noise(noise, sigma, mc._structure(model, output), order)
-    K = _v.as_top_k(k, d)
+        kn = as_noise(noise, sigma, mc._structure(model, output), order)
+    K = as_top_k(k, d)
     # attribution columns follow X's (by name for a DataFrame); the ranking holds model indices
     ranking = call.attribution_ranking(attributions) if exact else \
-        _v.ranking_from_attributions(attributions, d, n, order)
+        ranking_from_attributions(attributions, d, n, order)
     ks = np.arange(1, K + 1) if auc else np.array([K])
 
     if exact:

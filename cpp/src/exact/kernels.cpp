@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "pgexact/exact/pair_kernel.hpp"
 #include "pgexact/exact/reference_kernel.hpp"
@@ -148,7 +149,41 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
   check_perturbable(a, noise, perturbed, mask_per_row ? n_rows : 1);
   const std::int64_t d = a.n_features;
   if (pruning == Pruning::Full && pairs_apply(a)) {
-    pg2_pairs(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control);
+    // A row with one effectively perturbed feature (or none) is a sweep over that feature's
+    // boundaries, O(leaves) instead of the pairs its feature reaches; the others go to the
+    // leaf-pair kernel. The choice is the row's own (NaN entries are never perturbed), so a
+    // row's value still does not depend on the other rows of the call.
+    std::vector<std::int64_t> swept, paired;
+    for (std::int64_t i = 0; i < n_rows; ++i) {
+      const double* x = X + i * d;
+      const std::uint8_t* mask = perturbed + (mask_per_row ? i * d : 0);
+      std::int32_t effective = 0;
+      for (std::int64_t j = 0; j < d && effective < 2; ++j) {
+        effective += (mask[j] != 0 && !std::isnan(x[j]) && noise.perturbs(j)) ? 1 : 0;
+      }
+      (effective <= 1 && !noise.has_categorical() ? swept : paired).push_back(i);
+    }
+    if (swept.empty()) {
+      pg2_pairs(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control);
+      return;
+    }
+    for_each_row(a, static_cast<std::int64_t>(swept.size()), n_threads, [&](Workspace& ws, std::int64_t k) {
+      const std::int64_t i = swept[static_cast<std::size_t>(k)];
+      ws.begin_row(X + i * d);
+      out[i] = pg2_row(a, noise, perturbed + (mask_per_row ? i * d : 0), ws, Pruning::Full);
+    }, control);
+    if (paired.empty() || stopped(control)) return;
+    std::vector<double> rows(paired.size() * static_cast<std::size_t>(d)), values(paired.size());
+    std::vector<std::uint8_t> masks(paired.size() * static_cast<std::size_t>(d));
+    for (std::size_t k = 0; k < paired.size(); ++k) {
+      const std::int64_t i = paired[k];
+      std::copy(X + i * d, X + (i + 1) * d, rows.begin() + static_cast<std::ptrdiff_t>(k) * d);
+      const std::uint8_t* mask = perturbed + (mask_per_row ? i * d : 0);
+      std::copy(mask, mask + d, masks.begin() + static_cast<std::ptrdiff_t>(k) * d);
+    }
+    pg2_pairs(a, noise, rows.data(), static_cast<std::int64_t>(paired.size()), masks.data(), true, n_threads,
+              values.data(), control);
+    for (std::size_t k = 0; k < paired.size(); ++k) out[paired[k]] = values[k];
     return;
   }
   if (noise.has_categorical() && pruning != Pruning::None) throw std::invalid_argument(categorical_unsupported());

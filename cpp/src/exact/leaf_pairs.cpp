@@ -146,10 +146,12 @@ struct PairWalker {
   const LeafBoxes& boxes;
   PairScratch& box;
   PairList& out;
+  const LiveLeaves* live;
   std::int32_t u;
   std::uint64_t u_constrained, u_nan, u_zero;
 
   void walk(std::int32_t n, std::uint64_t nan_path, std::uint64_t zero_path, std::uint64_t cut_u) {
+    if (live != nullptr && live->node[n] == 0) return;  // no live leaf below
     const LeafBoxes::Node& node = boxes.nodes[n];
     if (node.left < 0) {
       emit(boxes, u, node.leaf, cut_u, box.lo.data(), box.hi.data(), out);
@@ -238,11 +240,12 @@ LeafBoxes::LeafBoxes(const Arena& a, CategoryCells&& category_cells)
 }
 
 void enumerate_pairs(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std::int64_t s, std::int32_t u_begin,
-                     std::int32_t u_end, PairScratch& scratch, PairList& out) {
+                     std::int32_t u_end, PairScratch& scratch, PairList& out, const LiveLeaves* live) {
   const std::int32_t d = boxes.n_features;
   const auto du = static_cast<std::size_t>(d);
   if (t == s) {
     for (std::int32_t u = u_begin; u < u_end; ++u) {
+      if (live != nullptr && live->leaf[u] == 0) continue;
       const std::size_t base = static_cast<std::size_t>(u) * du;
       emit(boxes, u, u, 0, boxes.lo.data() + base, boxes.hi.data() + base, out);
       out.end_run(u);
@@ -251,8 +254,9 @@ void enumerate_pairs(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std
   }
   scratch.lo.resize(du);
   scratch.hi.resize(du);
-  PairWalker walker{boxes, scratch, out, 0, 0, 0, 0};
+  PairWalker walker{boxes, scratch, out, live, 0, 0, 0, 0};
   for (std::int32_t u = u_begin; u < u_end; ++u) {
+    if (live != nullptr && live->leaf[u] == 0) continue;
     const std::size_t base = static_cast<std::size_t>(u) * du;
     std::copy(boxes.lo.begin() + base, boxes.lo.begin() + base + du, scratch.lo.begin());
     std::copy(boxes.hi.begin() + base, boxes.hi.begin() + base + du, scratch.hi.begin());

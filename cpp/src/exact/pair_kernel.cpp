@@ -223,6 +223,205 @@ void code_two_prefixes(const std::uint64_t* sets, std::int64_t rows, Lanes& lane
   });
 }
 
+
+// ---- what a pass needs: live leaves, and leaves pruned per row ------------------------------
+
+// The leaves some lane of a pass needs: code below `limit` (1 for one set, n_steps for curves,
+// kNeverAlive for a greedy step) and a nonzero weight. A pair with a leaf that is not live adds
+// exactly zero in every lane, so the sweep skips it; where few leaves are live (a small set, an
+// early greedy step, a block of one row), only the live pairs are enumerated, which is the
+// whole point for calls of a few rows: their cost follows the pairs the question can reach,
+// not the model's.
+struct Liveness {
+  std::vector<std::uint8_t> leaf, node;  // per global leaf; per arena node (a live leaf below)
+  std::vector<std::int32_t> tree_live;   // per tree: its live leaves
+  std::vector<std::int32_t> order;       // scratch: a tree's nodes in pre-order
+  std::int64_t n_live = 0;
+  bool restricted = false;  // enumerate the live pairs afresh instead of reading kept lists
+  LiveLeaves view() const { return LiveLeaves{leaf.data(), node.data()}; }
+};
+
+// Live leaves at or above this share of all leaves: the kept full lists are read (a dead pair
+// costs a few loads there), below it the live pairs are enumerated afresh.
+constexpr double kRestrictShare = 0.6;
+
+void find_live(const Arena& a, const LeafBoxes& boxes, const Lanes& lanes, std::int64_t rows, std::int8_t limit,
+               Liveness& live) {
+  const std::size_t n_leaves = static_cast<std::size_t>(boxes.n_leaves());
+  live.leaf.assign(n_leaves, 0);
+  live.node.assign(static_cast<std::size_t>(a.n_nodes()), 0);
+  live.tree_live.assign(static_cast<std::size_t>(a.n_trees()), 0);
+  const std::size_t stride = n_leaves * kLanes;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::size_t first = static_cast<std::size_t>(i / kLanes) * stride + static_cast<std::size_t>(i % kLanes);
+    for (std::size_t leaf = 0, at = first; leaf < n_leaves; ++leaf, at += kLanes) {
+      if (lanes.code[at] < limit && lanes.weight[at] != 0.0) live.leaf[leaf] = 1;
+    }
+  }
+  live.n_live = 0;
+  for (std::int64_t t = 0; t < a.n_trees(); ++t) {
+    // Pre-order, then children before parents by walking it backwards.
+    live.order.clear();
+    live.order.push_back(a.tree_root[t]);
+    for (std::size_t k = 0; k < live.order.size(); ++k) {
+      const std::int32_t n = live.order[k];
+      if (!a.is_leaf(n)) {
+        live.order.push_back(a.left[n]);
+        live.order.push_back(a.right[n]);
+      }
+    }
+    for (std::size_t k = live.order.size(); k-- > 0;) {
+      const std::int32_t n = live.order[k];
+      if (a.is_leaf(n)) {
+        live.node[n] = live.leaf[static_cast<std::size_t>(boxes.node_leaf[n])];
+        live.tree_live[t] += live.node[n];
+      } else {
+        live.node[n] = static_cast<std::uint8_t>(live.node[a.left[n]] | live.node[a.right[n]]);
+      }
+    }
+    live.n_live += live.tree_live[t];
+  }
+  live.restricted = static_cast<double>(live.n_live) < kRestrictShare * static_cast<double>(n_leaves);
+}
+
+// Per-row certified pruning. With w_u = y_u - f_t(x), every pair holding leaf u adds at most
+// |w_u| |w_v| P(x' in B_u and B_v), and the leaves v of one tree s partition the space, so all
+// the pairs of u together add at most
+//   2 |w_u| P_S(B_u) W,   W = sum_s max_v |w_v|   (2: u as first or second leaf),
+// where P_S(B_u) <= Pout(u), the product of u's interval masses over the features on which x
+// leaves u's path (every other factor is at most 1, whatever prefix or set u is alive in).
+// Deep trees have many leaves whose boxes lie far out in the noise's tails for a given row: a
+// row drops, smallest bound first, the leaves whose bounds add up to at most kPruneShare of
+// the sum of its trees' variances (an estimate of the result), and marks them dead in its own
+// lane only (a row's values never depend on its neighbours). After the pass each result is
+// certified: the bounds of the pruned leaves alive in that set or prefix must be at most
+// kPruneCertify of the pruned result; a row that fails is computed again without pruning.
+// Results stay within 1e-13 relative of the unpruned sums.
+constexpr double kPruneShare = 1e-14;
+constexpr double kPruneCertify = 1e-13;
+
+// Whether per-row pruning is on: PGEXACT_LEAF_PRUNING=0 turns it off (tests and before/after
+// benchmarks; read per call). PGEXACT_LEAF_PRUNING=reckless spends a budget of 1e-2 instead of
+// kPruneShare, so that certificates fail and rows are recomputed: the tests of that path.
+bool pruning_enabled() {
+  const char* flag = std::getenv("PGEXACT_LEAF_PRUNING");
+  return flag == nullptr || std::string(flag) != "0";
+}
+double prune_share() {
+  const char* flag = std::getenv("PGEXACT_LEAF_PRUNING");
+  return flag != nullptr && std::string(flag) == "reckless" ? 1e-2 : kPruneShare;
+}
+
+// Prunes the leaves of rows [0, rows) whose codes are below n_prefix (after the codes are set)
+// and fills skipped[i * n_prefix + k] with the bound of row i's pruned leaves alive at prefix k
+// (for one set, n_prefix = 1). set_of(i, k): the set row i perturbs at prefix k.
+//
+// The budget is spread over the prefixes: the result of prefix k is estimated by the sum of
+// the trees' variances at that prefix, E_k (leaves alive there, each with its box's mass over
+// the features of the prefix), and the leaves that become alive at prefix c may spend
+// kPruneShare * min_{k >= c} E_k / n_prefix, so that every prefix's pruned bound stays below
+// kPruneShare of its estimate. Within a class, the smallest bounds go first (by binary
+// exponent: a histogram, not a sort).
+template <typename SetOf>
+void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std::int64_t n_prefix,
+                  SetOf&& set_of, Lanes& lanes, std::vector<double>& skipped) {
+  skipped.assign(static_cast<std::size_t>(rows * n_prefix), 0.0);
+  const std::size_t d = static_cast<std::size_t>(a.n_features);
+  const std::size_t n_leaves = static_cast<std::size_t>(boxes.n_leaves());
+  const std::size_t np = static_cast<std::size_t>(n_prefix);
+  constexpr int kMinExp = -1100, kBuckets = 1200;  // ilogb of the bounds, clamped to [-1100, 99]
+  auto bucket_of = [](double b) {
+    return static_cast<std::size_t>(std::min(kBuckets - 1, std::max(0, std::ilogb(b) - kMinExp)));
+  };
+  std::vector<double> bound(n_leaves), bucket(np * kBuckets), m1(np), m2(np), estimate(np), factor(np), budget(np);
+  std::vector<int> cut(np);
+  std::int32_t position[64];
+  const double share = prune_share();
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
+    const std::size_t first = v * n_leaves * kLanes + l;
+    const double* masses = lanes.masses.data() + v * static_cast<std::size_t>(lanes.n_slots) * kLanes + l;
+    const std::uint64_t S = set_of(i, n_prefix - 1) & ~boxes.set_features;
+    for (std::size_t j = 0; j < d; ++j) position[j] = static_cast<std::int32_t>(np);
+    for (std::int64_t k = n_prefix - 1; k >= 0; --k) {
+      for (std::uint64_t f = set_of(i, k); f != 0; f &= f - 1) position[__builtin_ctzll(f)] = static_cast<std::int32_t>(k);
+    }
+    double W = 0.0;
+    std::fill(estimate.begin(), estimate.end(), 0.0);
+    for (std::int64_t t = 0; t < a.n_trees(); ++t) {
+      double w_max = 0.0;
+      std::fill(m1.begin(), m1.end(), 0.0);
+      std::fill(m2.begin(), m2.end(), 0.0);
+      for (std::int32_t leaf = boxes.tree_first[t]; leaf < boxes.tree_first[t + 1]; ++leaf) {
+        const std::size_t at = first + static_cast<std::size_t>(leaf) * kLanes;
+        bound[static_cast<std::size_t>(leaf)] = -1.0;  // not alive: not a candidate
+        const double w = lanes.weight[at];
+        if (lanes.code[at] >= n_prefix || w == 0.0) continue;
+        const std::size_t c = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[at], 0));
+        const std::uint64_t out = lanes.out[at];
+        double base = 1.0, p_out = 1.0;
+        std::fill(factor.begin() + static_cast<std::ptrdiff_t>(c), factor.end(), 1.0);
+        for (std::uint64_t f = boxes.constrained[static_cast<std::size_t>(leaf)] & S; f != 0; f &= f - 1) {
+          const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
+          const double m = masses[static_cast<std::size_t>(boxes.slot_of[static_cast<std::size_t>(leaf) * d + j]) * kLanes];
+          const auto k = static_cast<std::size_t>(position[j]);
+          if (k <= c) base *= m; else if (k < np) factor[k] *= m;
+          if ((out >> j) & 1u) p_out *= m;
+        }
+        double p = base;
+        for (std::size_t k = c; k < np; ++k) {
+          if (k > c) p *= factor[k];
+          m1[k] += w * p;
+          m2[k] += w * w * p;
+        }
+        bound[static_cast<std::size_t>(leaf)] = std::fabs(w) * p_out;
+        w_max = std::max(w_max, std::fabs(w));
+      }
+      W += w_max;
+      for (std::size_t k = 0; k < np; ++k) estimate[k] += std::max(0.0, m2[k] - m1[k] * m1[k]);
+    }
+    if (!(W > 0.0) || !std::isfinite(W)) continue;
+    // Per class c: its share of the smallest estimate of the prefixes it is alive in.
+    double smallest = estimate[np - 1];
+    for (std::size_t c = np; c-- > 0;) {
+      smallest = std::min(smallest, estimate[c]);
+      budget[c] = std::isfinite(smallest) ? share * smallest / static_cast<double>(np) / (2.0 * W) : 0.0;
+    }
+    std::fill(bucket.begin(), bucket.end(), 0.0);
+    for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
+      const double b = bound[leaf];
+      if (!(b > 0.0)) continue;
+      const std::size_t c = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[first + leaf * kLanes], 0));
+      bucket[c * kBuckets + bucket_of(b)] += b;
+    }
+    for (std::size_t c = 0; c < np; ++c) {
+      cut[c] = -1;  // buckets [0, cut] of class c are pruned
+      double total = 0.0;
+      for (int e = 0; e < kBuckets; ++e) {
+        total += bucket[c * kBuckets + static_cast<std::size_t>(e)];
+        if (total > budget[c]) break;
+        cut[c] = e;
+      }
+    }
+    double* row_skipped = skipped.data() + static_cast<std::size_t>(i * n_prefix);
+    for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
+      const double b = bound[leaf];
+      if (b < 0.0) continue;
+      const std::size_t at = first + leaf * kLanes;
+      const std::size_t c = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[at], 0));
+      if (b > 0.0 && static_cast<int>(bucket_of(b)) > cut[c]) continue;
+      row_skipped[c] += 2.0 * W * b;
+      lanes.code[at] = kNeverAlive;
+    }
+    for (std::size_t k = 1; k < np; ++k) row_skipped[k] += row_skipped[k - 1];
+  }
+}
+
+// Whether the pruned result `value` of a set or prefix is certified (see prune_leaves).
+inline bool certified(double value, double skipped) {
+  return skipped == 0.0 || skipped <= kPruneCertify * (value - skipped);
+}
+
 // Runs body(scratch, t) for every first tree t, in parallel, then nothing else: callers keep
 // per-t partial sums and add them in order of t.
 template <typename Body>
@@ -313,13 +512,25 @@ class PairSweep {
   std::int64_t leaves(std::int64_t t) const { return boxes.tree_first[t + 1] - boxes.tree_first[t]; }
   bool stopped() const { return pgexact::stopped(control_); }
 
+  // With `live`, tree pairs of which one tree has no live leaf are skipped (their pairs add
+  // exactly zero), and where live.restricted only the live pairs are enumerated (not kept).
   template <typename Body>
-  void run(Body&& body, bool again) {
+  void run(Body&& body, bool again, const Liveness* live = nullptr) {
+    const LiveLeaves filter = live != nullptr ? live->view() : LiveLeaves{nullptr, nullptr};
     for_each_first_tree(arena, threads, [&](ThreadScratch& scratch, std::int64_t t) {
       for (std::int64_t s = t; s < arena.n_trees(); ++s) {
         if (stopped()) return;  // the caller discards a stopped call's sums
-        for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
-          body(t, cache_.get(arena, boxes, t, s, chunk, again, scratch).view(boxes), s == t ? 1.0 : 2.0);
+        const bool skip = live != nullptr && (live->tree_live[t] == 0 || live->tree_live[s] == 0);
+        for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t) && !skip; ++chunk) {
+          if (live != nullptr && live->restricted) {
+            const std::int32_t begin = boxes.tree_first[t] + chunk * kChunkLeaves;
+            const std::int32_t end = std::min(boxes.tree_first[t + 1], begin + kChunkLeaves);
+            scratch.pairs.clear();
+            enumerate_pairs(arena, boxes, t, s, begin, end, scratch.box, scratch.pairs, &filter);
+            body(t, scratch.pairs.view(boxes), s == t ? 1.0 : 2.0);
+          } else {
+            body(t, cache_.get(arena, boxes, t, s, chunk, again, scratch).view(boxes), s == t ? 1.0 : 2.0);
+          }
         }
         advance(control_, leaves(t) * leaves(s));
       }
@@ -377,17 +588,38 @@ bool pairs_apply(const Arena& a) {
   return a.n_outputs == 1 && a.n_features >= 1 && a.n_features <= 64 && a.max_depth <= 256;
 }
 
-void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
-               const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
-               RunControl* control) {
-  check_features(a);
+namespace {
+
+// Rows whose pruned results were not certified, computed again without pruning: the rows'
+// values do not depend on the other rows of a call, so a call of just those rows gives them.
+template <typename Compute>
+void recompute_rows(const std::vector<std::int64_t>& failed, const double* X, std::int64_t d, std::int64_t width,
+                    double* out, Compute&& compute) {
+  if (failed.empty()) return;
+  std::vector<double> rows(failed.size() * static_cast<std::size_t>(d));
+  for (std::size_t k = 0; k < failed.size(); ++k) {
+    std::copy(X + failed[k] * d, X + (failed[k] + 1) * d, rows.begin() + static_cast<std::ptrdiff_t>(k) * d);
+  }
+  std::vector<double> values(failed.size() * static_cast<std::size_t>(width));
+  compute(rows.data(), static_cast<std::int64_t>(failed.size()), values.data());
+  for (std::size_t k = 0; k < failed.size(); ++k) {
+    std::copy(values.begin() + static_cast<std::ptrdiff_t>(k) * width,
+              values.begin() + static_cast<std::ptrdiff_t>(k + 1) * width, out + failed[k] * width);
+  }
+}
+
+void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
+                    const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
+                    RunControl* control, bool prune) {
   PairSweep sweep(a, noise, X, n_threads, n_rows, control);
   const LeafBoxes& boxes = sweep.boxes;
   const int threads = sweep.threads;
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
   Lanes lanes;
-  std::vector<double> sum, comp, total;
+  Liveness live;
+  std::vector<double> sum, comp, total, skipped;
+  std::vector<std::int64_t> failed;
   std::vector<std::uint64_t> sets;
   const std::int64_t block = block_rows(a, boxes, 2);
   sweep.plan_sweeps((n_rows + block - 1) / block);
@@ -403,6 +635,11 @@ void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t
       sets[i] = s & lanes.perturbable[i];
     }
     code_set(sets.data(), rows, lanes);
+    if (prune) {
+      prune_leaves(a, boxes, rows, 1, [&](std::int64_t i, std::int64_t) { return sets[static_cast<std::size_t>(i)]; },
+                   lanes, skipped);
+    }
+    find_live(a, boxes, lanes, rows, 1, live);
     sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
     comp.assign(sum.size(), 0.0);
     sweep.run([&](std::int64_t t, const PairView& view, double mult) {
@@ -411,24 +648,48 @@ void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t
       for (std::int32_t v = 0; v < lanes.vectors; ++v) {
         sweep.passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
       }
-    }, r0 + block < n_rows);
+    }, r0 + block < n_rows, &live);
     reduce_trees(sum, comp, n_trees, width, total);
     std::copy(total.begin(), total.begin() + rows, out + r0);
+    for (std::int64_t i = 0; prune && i < rows; ++i) {
+      if (!certified(total[static_cast<std::size_t>(i)], skipped[static_cast<std::size_t>(i)])) failed.push_back(r0 + i);
+    }
   }
+  if (sweep.stopped()) return;
+  // (mask rows follow the failed rows when there is one mask per row)
+  std::vector<std::uint8_t> masks;
+  for (const std::int64_t r : failed) {
+    const std::uint8_t* m = perturbed + (mask_per_row ? r * d : 0);
+    masks.insert(masks.end(), m, m + d);
+  }
+  recompute_rows(failed, X, d, 1, out, [&](const double* rows_x, std::int64_t n, double* values) {
+    pg2_pairs_impl(a, noise, rows_x, n, masks.data(), true, n_threads, values, control, false);
+  });
 }
 
-void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
-                     const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
-                     double* out, RunControl* control) {
+}  // namespace
+
+void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
+               const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
+               RunControl* control) {
   check_features(a);
-  if (n_steps == 0) return;
+  pg2_pairs_impl(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control, pruning_enabled());
+}
+
+namespace {
+
+void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
+                          const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
+                          double* out, RunControl* control, bool prune) {
   PairSweep sweep(a, noise, X, n_threads, n_rows, control);
   const LeafBoxes& boxes = sweep.boxes;
   const int threads = sweep.threads;
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
   Lanes lanes;
-  std::vector<double> sum, comp, total;
+  Liveness live;
+  std::vector<double> sum, comp, total, skipped;
+  std::vector<std::int64_t> failed;
   std::vector<std::uint64_t> sets;  // see CurveSets
   const std::int64_t block = block_rows(a, boxes, 2 * n_steps);
   sweep.plan_sweeps((n_rows + block - 1) / block);
@@ -464,6 +725,13 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
                                   : static_cast<std::int8_t>(63 - __builtin_clzll(pos));
       });
     }
+    if (prune) {
+      prune_leaves(a, boxes, rows, n_steps, [&](std::int64_t i, std::int64_t k) {
+        const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
+        return sets[(v * steps + static_cast<std::size_t>(k)) * kLanes + l];
+      }, lanes, skipped);
+    }
+    find_live(a, boxes, lanes, rows, static_cast<std::int8_t>(n_steps), live);
     sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
     comp.assign(sum.size(), 0.0);
     const std::size_t per_vector = static_cast<std::size_t>(n_steps) * kLanes;
@@ -474,15 +742,39 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
         const CurveSets c{sets.data() + v * per_vector};
         sweep.passes.curve(view, lanes.view(v), c, n_steps, mult, st + v * per_vector, ct + v * per_vector);
       }
-    }, r0 + block < n_rows);
+    }, r0 + block < n_rows, &live);
     reduce_trees(sum, comp, n_trees, width, total);
     for (std::int64_t i = 0; i < rows; ++i) {
       const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
+      bool ok = true;
       for (std::int64_t k = 0; k < n_steps; ++k) {
-        out[(r0 + i) * n_steps + k] = total[(v * static_cast<std::size_t>(n_steps) + static_cast<std::size_t>(k)) * kLanes + l];
+        const double value = total[(v * static_cast<std::size_t>(n_steps) + static_cast<std::size_t>(k)) * kLanes + l];
+        out[(r0 + i) * n_steps + k] = value;
+        if (prune) ok = ok && certified(value, skipped[static_cast<std::size_t>(i * n_steps + k)]);
       }
+      if (!ok) failed.push_back(r0 + i);
     }
   }
+  if (sweep.stopped()) return;
+  std::vector<std::int64_t> rankings;
+  for (const std::int64_t r : failed) {
+    const std::int64_t* rk = ranking + (ranking_per_row ? r * d : 0);
+    rankings.insert(rankings.end(), rk, rk + d);
+  }
+  recompute_rows(failed, X, d, n_steps, out, [&](const double* rows_x, std::int64_t n, double* values) {
+    pg2_curve_pairs_impl(a, noise, rows_x, n, rankings.data(), true, n_steps, n_threads, values, control, false);
+  });
+}
+
+}  // namespace
+
+void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
+                     const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
+                     double* out, RunControl* control) {
+  check_features(a);
+  if (n_steps == 0) return;
+  pg2_curve_pairs_impl(a, noise, X, n_rows, ranking, ranking_per_row, n_steps, n_threads, out, control,
+                       pruning_enabled());
 }
 
 void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,
@@ -502,6 +794,7 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
     }
   }
   Lanes lanes;
+  Liveness live;
   std::vector<double> sum, comp, total, corr, corr_total;
   std::vector<std::uint64_t> chosen, cand;
   const std::int64_t block = block_rows(a, boxes, 2 + d);
@@ -532,6 +825,7 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
           }
         }
         code_two_prefixes(two.data(), rows, lanes);
+        find_live(a, boxes, lanes, rows, 2, live);
         sum.assign(static_cast<std::size_t>(n_trees) * 2 * width, 0.0);
         comp.assign(sum.size(), 0.0);
         sweep.run([&](std::int64_t t, const PairView& view, double mult) {
@@ -541,7 +835,7 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
             const CurveSets c{two.data() + 2 * v * kLanes};
             sweep.passes.curve(view, lanes.view(v), c, 2, mult, st + 2 * v * kLanes, ct + 2 * v * kLanes);
           }
-        }, r0 + block < n_rows);
+        }, r0 + block < n_rows, &live);
         reduce_trees(sum, comp, n_trees, 2 * width, total);
         for (std::int64_t i = 0; i < rows; ++i) {
           const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
@@ -561,6 +855,7 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
       } else {
         code_set(sets.data(), rows, lanes);
       }
+      find_live(a, boxes, lanes, rows, ranking ? kNeverAlive : std::int8_t{1}, live);
       sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
       comp.assign(sum.size(), 0.0);
       corr.assign(ranking ? static_cast<std::size_t>(n_trees) * corr_width : 0, 0.0);
@@ -576,7 +871,7 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
             sweep.passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
           }
         }
-      }, ranking || r0 + block < n_rows);
+      }, ranking || r0 + block < n_rows, &live);
       if (sweep.stopped()) return;  // unfinished sums: nothing to choose from
       reduce_trees(sum, comp, n_trees, width, total);
       if (step > 0) {

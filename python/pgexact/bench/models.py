@@ -9,8 +9,8 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 import pgexact
-from pgexact._catboost import catboost_model_file, looks_like_catboost_json
-from pgexact._columns import lightgbm_name, uses_lightgbm_names
+from pgexact._models._catboost import catboost_model_file, looks_like_catboost_json
+from pgexact._data._columns import lightgbm_name, uses_lightgbm_names
 from pgexact.ensemble import TreeEnsemble
 
 from .common import Args, Json, UsageError, echo, first_line, log, require_xgboost

@@ -14,7 +14,7 @@ from typing import Any, Callable, List, NamedTuple, Optional, Tuple
 import numpy as np
 
 from pgexact import metrics
-from pgexact._api import rank_with_curve
+from pgexact._exact._api import rank_with_curve
 from pgexact.ensemble import TreeEnsemble
 
 from .common import Json, UsageError, first_line

@@ -9,8 +9,8 @@ import numpy as np
 
 import pgexact
 from pgexact import mc
-from pgexact._kernels import PreparedCall
-from pgexact._prepare import prepare_call
+from pgexact._exact._kernels import PreparedCall
+from pgexact._exact._prepare import prepare_call
 
 from .common import (call_progress, Args, Json, bar, best_time, echo, finish_command, fmt_time, require_matplotlib,
                      require_xgboost, text_table, timed)

@@ -139,6 +139,15 @@ struct PairList {
   }
 };
 
+// The leaves and nodes one pass can use (pair_kernel.cpp): a pair whose leaves are not both live
+// adds exactly zero in every lane of the pass (a dead leaf, or a zero weight), so it need not be
+// enumerated; a node is live when some leaf below it is, and the walk of the second tree stops
+// at dead nodes. Skipping a pair leaves the order of the others as it was.
+struct LiveLeaves {
+  const std::uint8_t* leaf;  // per global leaf index
+  const std::uint8_t* node;  // per arena node
+};
+
 // Per-thread scratch of the enumeration.
 struct PairScratch {
   std::vector<std::int32_t> lo, hi;  // current box, per feature
@@ -148,8 +157,10 @@ struct PairScratch {
 // (leaves of t in order, then a depth-first walk of s, left first). With t == s: every leaf
 // with itself.
 // Only the leaves u of t with index in [u_begin, u_end) (global leaf indices): large trees are
-// enumerated a chunk of leaves at a time, so a list never outgrows a chunk.
+// enumerated a chunk of leaves at a time, so a list never outgrows a chunk. With `live`, only
+// the pairs of two live leaves (the list without the others, in the same order).
 void enumerate_pairs(const Arena& arena, const LeafBoxes& boxes, std::int64_t t, std::int64_t s,
-                     std::int32_t u_begin, std::int32_t u_end, PairScratch& scratch, PairList& out);
+                     std::int32_t u_begin, std::int32_t u_end, PairScratch& scratch, PairList& out,
+                     const LiveLeaves* live = nullptr);
 
 }  // namespace pgexact

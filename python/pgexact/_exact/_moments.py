@@ -6,10 +6,10 @@ from typing import Optional, cast
 
 import numpy as np
 
-from ._outputs import stack_outputs
+from .._models._outputs import stack_outputs
 from ._prepare import prepare_call, prepare_calls
-from ._typing import ArrayLike, FloatArray, ModelLike, NoiseLike, OutputLike, SigmaLike
-from ._validation import as_attributions
+from .._typing import ArrayLike, FloatArray, ModelLike, NoiseLike, OutputLike, SigmaLike
+from .._data._features import as_attributions
 
 __all__ = ["expected", "infidelity"]
 

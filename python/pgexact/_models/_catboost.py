@@ -22,11 +22,11 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
-from . import _kernels
-from ._optional import require
+from . import _parsers
+from .._optional import require
 from ._target import Target, n_threads, select_output
 from ._outputs import ModelOutputs, arena_outputs
-from .ensemble import TreeEnsemble
+from ..ensemble import TreeEnsemble
 
 __all__ = ["catboost_outputs", "catboost_model_file", "catboost_target", "cbm_to_json",
            "from_catboost", "from_cbm_file", "is_catboost", "looks_like_catboost_json",
@@ -64,7 +64,7 @@ def _feature_names(names: List[str]) -> Optional[List[str]]:
 def catboost_outputs(text: Any, source: str,
                      check: Optional[Callable[[TreeEnsemble], None]] = None) -> ModelOutputs:
     """Parse a CatBoost JSON model (str or bytes) once; each output is selected from that parse."""
-    full, meta = _kernels.parse_catboost_json(text, -1)
+    full, meta = _parsers.parse_catboost_json(text, -1)
     loss = meta.get("loss_function") or ""
     what = f"CatBoost model (loss {loss!r})" if loss else "CatBoost model"
     return arena_outputs(full, what, check, feature_names=_feature_names(list(meta["feature_names"])),
@@ -227,7 +227,7 @@ def catboost_model_file(path: str) -> Any:
     with open(path, "rb") as fh:
         raw = fh.read()
     fmt = "json" if looks_like_catboost_json(raw) else "cbm"
-    _kernels.parse_catboost_json(raw if fmt == "json" else cbm_to_json(path), -1)
+    _parsers.parse_catboost_json(raw if fmt == "json" else cbm_to_json(path), -1)
     model = catboost.CatBoost()
     model.load_model(path, format=fmt)
     return model

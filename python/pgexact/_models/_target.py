@@ -1,6 +1,6 @@
 """What Monte Carlo needs from a model: a batched raw predict and its input layout.
 
-Each model family in :mod:`pgexact._adapters` builds a :class:`Target` from the library's own
+Each model family in :mod:`pgexact._models._adapters` builds a :class:`Target` from the library's own
 batched predict (XGBoost ``inplace_predict`` margins, LightGBM ``raw_score``, CatBoost
 ``RawFormulaVal``, scikit-learn ``decision_function`` / ``predict`` / ``predict_proba``); the
 helpers here are shared by them.
@@ -13,7 +13,8 @@ from typing import Any, Callable, List, Optional
 
 import numpy as np
 
-from . import _validation as _v
+from .._data._scalars import as_n_jobs
+from ._outputs import as_output
 
 __all__ = ["Target", "n_threads", "select_output"]
 
@@ -56,7 +57,7 @@ def _cpu_count() -> int:
 
 def n_threads(n_jobs: Optional[int]) -> int:
     """Threads for the library: None or -1 -> all cores, k > 0 -> k (as the exact API)."""
-    threads = _v.as_n_jobs(n_jobs)
+    threads = as_n_jobs(n_jobs)
     return threads if threads > 0 else _cpu_count()
 
 
@@ -67,5 +68,5 @@ def select_output(out: Any, output: Optional[int], what: str) -> np.ndarray:
         out = out[:, None]
     elif out.ndim != 2:
         raise ValueError(f"{what} returned an array of shape {out.shape}; expected (m,) or (m, K)")
-    k = _v.as_output(output, out.shape[1], "model")
+    k = as_output(output, out.shape[1], "model")
     return np.ascontiguousarray(out[:, k])

@@ -21,9 +21,9 @@ import sys
 import time
 import warnings
 from types import TracebackType
-from typing import Any, Callable, Optional, Type
+from typing import Any, Callable, Optional, Tuple, Type
 
-from ._optional import optional
+from .._optional import optional
 
 __all__ = ["PerformanceWarning", "Progress", "WARN_SECONDS", "check_progress"]
 
@@ -83,6 +83,7 @@ class Progress:
         self._stage = -1
         self._fraction = 0.0  # of the current stage
         self._start = time.perf_counter()
+        self._first_work: Optional[Tuple[float, float]] = None  # (seconds, fraction) at first progress
         self._bar: Any = None
         self._warned = not warn
         if self.mode:
@@ -110,9 +111,24 @@ class Progress:
         return (max(self._stage, 0) + self._fraction) / self.stages
 
     def projected_seconds(self) -> Optional[float]:
-        """Projected wall-clock seconds of the whole call, None before any work is done."""
+        """Projected wall-clock seconds of the whole call, None before any work is done.
+
+        Time so far plus the work left at the rate seen since the first report of progress,
+        as :func:`pgexact.estimate` does: a kernel's set-up (leaf boxes, per-row tables) comes
+        before its first unit of work, and dividing the elapsed time by the fraction done would
+        count it again for every unit (an hour projected for a call of minutes on a deep
+        forest). Before a second report: elapsed / fraction, which overstates.
+        """
+        now = time.perf_counter() - self._start
         f = self.fraction()
-        return (time.perf_counter() - self._start) / f if f > 0 else None
+        if f <= 0:
+            return None
+        if self._first_work is None:
+            self._first_work = (now, f)
+        t0, f0 = self._first_work
+        if f > f0 and now > t0:
+            return now + (1.0 - f) * (now - t0) / (f - f0)
+        return now / f
 
     def _refresh(self) -> None:
         elapsed = time.perf_counter() - self._start

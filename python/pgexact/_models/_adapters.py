@@ -9,7 +9,7 @@ Every supported library is one :class:`ModelFamily` in :data:`FAMILIES`, which k
   scikit-learn's tree arrays, CatBoost's JSON export) and hands it to the C++ parser; the Python side only decides
   which trees and which output to use;
 * how to call the library's own batched predict for Monte Carlo (``predictor`` ->
-  :class:`~pgexact._target.Target`).
+  :class:`~pgexact._models._target.Target`).
 
 :func:`load` and :func:`predictor` are the two ways in; paths and :class:`TreeEnsemble`
 objects are handled here, the libraries in ``_xgboost``, ``_lightgbm``, ``_catboost`` and ``_sklearn``.
@@ -23,11 +23,11 @@ from typing import Any, Callable, List, NamedTuple, Optional
 
 import numpy as np
 
-from . import _catboost, _kernels, _lightgbm, _sklearn, _xgboost
+from . import _catboost, _lightgbm, _parsers, _sklearn, _xgboost
 from ._pipeline import is_pipeline
 from ._target import Target
 from ._outputs import ALL, ModelOutputs, class_labels, is_all, positions, refuse_all, single_position
-from .ensemble import TreeEnsemble
+from ..ensemble import TreeEnsemble
 
 __all__ = ["FAMILIES", "SUPPORTED", "ModelFamily", "load", "load_outputs", "predictor"]
 
@@ -81,7 +81,7 @@ def _named_model_error(exc: Exception, where: str) -> Exception:
 def _from_path(path: str) -> ModelOutputs:
     try:
         return _parse_path(path)
-    except _kernels.ModelError as exc:
+    except _parsers.ModelError as exc:
         raise _named_model_error(exc, f"file {path!r}") from None
 
 
@@ -140,7 +140,7 @@ def _outputs_of(model: Any) -> ModelOutputs:
         if family.exports(model):
             try:
                 return family.export(model)
-            except _kernels.ModelError as exc:
+            except _parsers.ModelError as exc:
                 raise _named_model_error(exc, f"{type(model).__name__}") from None
     raise TypeError(f"model: unsupported type {type(model).__module__}.{type(model).__name__}; "
                     "expected xgboost, lightgbm, catboost or scikit-learn tree models (DecisionTree*, "
@@ -151,7 +151,7 @@ def _outputs_of(model: Any) -> ModelOutputs:
 def _select(model: Any, outputs: ModelOutputs, k: int) -> TreeEnsemble:
     try:
         return outputs.select(k)
-    except _kernels.ModelError as exc:
+    except _parsers.ModelError as exc:
         where = f"file {os.fspath(model)!r}" if isinstance(model, (str, os.PathLike)) else \
             type(model).__name__
         raise _named_model_error(exc, where) from None

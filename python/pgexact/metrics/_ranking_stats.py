@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import as_importance_scheme, as_rankings, as_same_shape_pair
+from ._checks import as_importance_scheme, as_rankings, as_same_shape_pair
 
 __all__ = ["conciseness", "global_scores", "nmae", "rank_counts"]
 

@@ -1,69 +1,32 @@
-"""The one seam between Python and the C++ core: every call into :mod:`pgexact._core` is here.
+"""The kernel seam: every call into the C++ kernels of :mod:`pgexact._core` is here.
 
 A public function validates its arguments once, into a :class:`PreparedCall`
-(:func:`pgexact._prepare.prepare_call`) (the ensemble,
+(:func:`pgexact._exact._prepare.prepare_call`) (the ensemble,
 the rows as a C-contiguous float64 array, per-feature sigma and noise codes, the thread
 count), and then asks it for the kernels it needs.  The kernels' wrappers below trust what
 the prepared call holds, so nothing is checked twice on the way down, and no other module
 needs to know the extension's positional argument order.
 
-The model-side entry points (the parsers and :class:`Arena`) are re-exported from here too,
-so that a change in the extension's signatures is a change in this file only.
+The model-side entry points (the parsers and ``Arena``) are the other seam,
+:mod:`pgexact._models._parsers`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
 
 import numpy as np
 
-from . import _core
-from ._columns import ColumnOrder, identity_order
+from .. import _core
+from .._data._columns import ColumnOrder, identity_order
+from .._data._features import as_feature_mask, as_ranking, ranking_from_attributions
+from ._perturbation import NOISE_FAMILIES, KernelNoise
 from ._progress import Progress
-from ._validation import NOISE_FAMILIES, KernelNoise, as_feature_mask, as_ranking, ranking_from_attributions
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .ensemble import TreeEnsemble
+    from ..ensemble import TreeEnsemble
 
-__all__ = [
-    "Arena",
-    "ModelError",
-    "PreparedCall",
-    "build_arena_from_arrays",
-    "parse_catboost_json",
-    "parse_lightgbm_text",
-    "parse_xgboost_json",
-]
-
-#: the immutable node arena (the parsers' output, the kernels' input)
-Arena = _core.Arena
-#: raised by the C++ parsers for a model they cannot represent exactly
-ModelError = _core.ModelError
-
-
-def parse_xgboost_json(raw: bytes, n_iterations: int = -1) -> Tuple["_core.Arena", Dict[str, Any]]:
-    """XGBoost JSON / UBJSON bytes -> (multi-output arena, metadata); ``-1``: every iteration."""
-    return _core.parse_xgboost_json(raw, n_iterations)
-
-
-def parse_lightgbm_text(text: Any, n_iterations: int = -1
-                        ) -> Tuple["_core.Arena", Dict[str, Any]]:
-    """LightGBM model text -> (multi-output arena, metadata); ``-1``: every iteration."""
-    return _core.parse_lightgbm_text(text, n_iterations)
-
-
-def parse_catboost_json(text: Any, n_trees: int = -1) -> Tuple["_core.Arena", Dict[str, Any]]:
-    """CatBoost JSON model text -> (multi-output arena, metadata); ``-1``: every tree."""
-    return _core.parse_catboost_json(text, n_trees)
-
-
-def build_arena_from_arrays(trees: Sequence[Dict[str, Any]], base_score: np.ndarray,
-                            n_features: int, op: str, input_float32: bool,
-                            category_rule: str) -> "_core.Arena":
-    """An arena from per-tree numpy arrays (scikit-learn's fitted trees)."""
-    return _core.build_arena_from_arrays(trees, base_score, n_features, op, input_float32,
-                                         category_rule)
-
+__all__ = ["PreparedCall"]
 
 def _check_noise_codes() -> None:
     """The Python noise table must match the C++ enum when the extension exposes it.
@@ -95,17 +58,17 @@ class PreparedCall:
         ``(n, d)`` C-contiguous float64 rows in the model's feature order.
     noise : KernelNoise
         The perturbation of every feature in the model's order
-        (:func:`pgexact._validation.as_noise`).
+        (:func:`pgexact._exact._perturbation.as_noise`).
     threads : int
         OpenMP threads, 0 for all cores.
     order : ColumnOrder, optional
         How the columns of the user's ``X`` map to the model's features: the user's positional
-        arguments follow ``X`` (:mod:`pgexact._columns`); None when they are the model's.
+        arguments follow ``X`` (:mod:`pgexact._data._columns`); None when they are the model's.
     progress : Progress, optional
         The call's bar and slow-call warning: each kernel run is one of its stages. None: no
         bar and no warning (internal calls).
 
-    Build it with :func:`pgexact._prepare.prepare_call`, which validates everything once.
+    Build it with :func:`pgexact._exact._prepare.prepare_call`, which validates everything once.
     """
 
     __slots__ = ("ensemble", "X", "noise", "threads", "order", "progress")

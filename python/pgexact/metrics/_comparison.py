@@ -11,12 +11,14 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ._adapters import load_outputs
-from ._api import pg2_curve, rank
-from ._optional import require
-from ._outputs import class_labels, is_all, per_output
-from ._validation import as_matrix_ordered, as_sigma_list, ranking_from_attributions
-from .ensemble import TreeEnsemble
+from .._models._adapters import load_outputs
+from .._exact._api import pg2_curve, rank
+from .._optional import require
+from .._models._outputs import class_labels, is_all, per_output
+from .._data._features import ranking_from_attributions
+from .._data._rows import as_matrix_ordered
+from ._checks import as_sigma_list
+from ..ensemble import TreeEnsemble
 
 __all__ = ["compare", "shap_ranking", "shap_values"]
 

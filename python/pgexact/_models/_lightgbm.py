@@ -18,10 +18,10 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
-from . import _kernels
+from . import _parsers
 from ._target import Target, n_threads, select_output
 from ._outputs import ModelOutputs, arena_outputs
-from .ensemble import TreeEnsemble
+from ..ensemble import TreeEnsemble
 
 _AUTO_NAME = re.compile(r"Column_(\d+)\Z")
 
@@ -65,7 +65,7 @@ def _refuse_pandas_categorical(meta: Dict[str, Any]) -> None:
 def lightgbm_outputs(text: Any, n_iterations: int, source: str,
                      check: Optional[Callable[[TreeEnsemble], None]] = None) -> ModelOutputs:
     """Parse a LightGBM text model (str or bytes) once; each output is selected from that parse."""
-    full, meta = _kernels.parse_lightgbm_text(text, n_iterations)
+    full, meta = _parsers.parse_lightgbm_text(text, n_iterations)
     _refuse_pandas_categorical(meta)
     objective = (meta.get("objective") or "").split(" ")[0]
     what = f"LightGBM model (objective {objective!r})" if objective else "LightGBM model"

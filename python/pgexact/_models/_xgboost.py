@@ -11,10 +11,10 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from . import _kernels
+from . import _parsers
 from ._target import Target, n_threads, select_output
 from ._outputs import ModelOutputs, arena_outputs
-from .ensemble import TreeEnsemble
+from ..ensemble import TreeEnsemble
 
 __all__ = ["booster_and_iterations", "from_xgboost", "is_xgboost", "xgboost_outputs",
            "xgboost_target"]
@@ -73,7 +73,7 @@ def check_written_fields(raw: bytes) -> None:
         bad = [v for v in (values if isinstance(values, list) else [values])
                if not (isinstance(v, (int, bool)) and int(v) in (0, 1))]
         if bad:
-            raise _kernels.ModelError(f"{key} holds {bad[0]!r}; XGBoost writes only 0 or 1 there "
+            raise _parsers.ModelError(f"{key} holds {bad[0]!r}; XGBoost writes only 0 or 1 there "
                                       "(re-save the model with XGBoost)")
 
 
@@ -84,7 +84,7 @@ def xgboost_outputs(raw: bytes, n_iterations: int, source: str,
 
     ``check(ensemble)`` runs on every selected output (the comparison with XGBoost's margin).
     """
-    full, meta = _kernels.parse_xgboost_json(raw, n_iterations)
+    full, meta = _parsers.parse_xgboost_json(raw, n_iterations)
     feature_names = names if names is not None else (meta["feature_names"] or None)
     return arena_outputs(full, "XGBoost model", check, always_select=True,
                          feature_names=feature_names, source=source, meta=meta)

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple, cast
 
 import numpy as np
 
-from . import metrics as _metrics
-from ._optional import require
-from ._outputs import single_position
-from ._plotting import plot_explanation
-from ._validation import as_importance_scheme, as_row_index
+from .. import metrics as _metrics
+from .._optional import require
+from .._models._outputs import single_position
+from .plotting import plot_explanation
+from ..metrics._checks import as_importance_scheme
+from ._checks import as_row_index
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes

@@ -8,7 +8,7 @@
 >>> ex.values.shape                 # (n, d, K)
 >>> shap.plots.beeswarm(ex.to_shap()[:, :, k])           # class k
 
-Only numpy is needed to compute an explanation (:mod:`pgexact.explanation`); pandas, matplotlib
+Only numpy is needed to compute an explanation (:mod:`pgexact.explain.explanation`); pandas, matplotlib
 and shap are imported when ``global_importance``, ``plot`` and ``to_shap`` are called.
 """
 
@@ -18,14 +18,15 @@ from typing import Any, List, Optional, Union
 
 import numpy as np
 
-from ._adapters import load_outputs
-from ._api import greedy_rankings
-from ._columns import ColumnOrder
-from ._outputs import class_labels, is_all
-from ._pipeline import is_pipeline, split_pipeline, transform
-from ._prepare import calls_for
-from ._validation import as_n_jobs, as_noise
-from .ensemble import TreeEnsemble
+from .._models._adapters import load_outputs
+from .._exact._api import greedy_rankings
+from .._data._columns import ColumnOrder
+from .._models._outputs import class_labels, is_all
+from .._models._pipeline import is_pipeline, split_pipeline, transform
+from .._exact._prepare import calls_for
+from .._data._scalars import as_n_jobs
+from .._exact._perturbation import as_noise
+from ..ensemble import TreeEnsemble
 from .explanation import Explanation, describe
 
 __all__ = ["Explainer", "Explanation"]

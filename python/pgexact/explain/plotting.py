@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, List, Optional
 
 import numpy as np
 
-from ._optional import require
-from ._validation import as_choice, as_positive_int
+from .._optional import require
+from .._data._scalars import as_choice, as_positive_int
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes

@@ -1,7 +1,7 @@
 """The one validation pass of the exact functions: model, rows, sigma, noise and threads.
 
 Every public function that calls the exact kernels starts with :func:`prepare_call` and then
-uses the :class:`~pgexact._kernels.PreparedCall` it returns, so each argument is checked once
+uses the :class:`~pgexact._exact._kernels.PreparedCall` it returns, so each argument is checked once
 and the C++ core receives exactly the arrays it expects.
 """
 
@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence
 
-from ._adapters import load_outputs
+from .._models._adapters import load_outputs
 from ._kernels import PreparedCall
-from ._outputs import refuse_all
-from ._pipeline import unwrap
+from .._models._outputs import refuse_all
+from .._models._pipeline import unwrap
 from ._progress import Progress
-from ._validation import as_matrix_ordered, as_n_jobs, as_noise, warn_large_sigma
-from .ensemble import TreeEnsemble
+from .._data._rows import as_matrix_ordered
+from .._data._scalars import as_n_jobs
+from ._perturbation import as_noise, warn_large_sigma
+from ..ensemble import TreeEnsemble
 
 __all__ = ["calls_for", "prepare_call", "prepare_calls"]
 
@@ -30,7 +32,7 @@ def prepare_calls(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal"
     ----------
     model : model object, path or TreeEnsemble
         Anything :func:`pgexact.load` accepts, or a scikit-learn Pipeline ending in one: its
-        earlier steps transform ``X`` and its last step is evaluated (:mod:`pgexact._pipeline`).
+        earlier steps transform ``X`` and its last step is evaluated (:mod:`pgexact._models._pipeline`).
     X : array_like or DataFrame
         The rows, ``(n, d)``; DataFrame columns are matched by name.
     sigma : float or array_like, default 0.3
@@ -44,7 +46,7 @@ def prepare_calls(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal"
     output : int, class label, ClassLabel, ClassPosition or "all", optional
         The model's output column (see :func:`pgexact.load`); ``"all"``: every output.
     progress : bool or None, default False
-        The user's ``progress`` (:mod:`pgexact._progress`); the caller closes the bar with
+        The user's ``progress`` (:mod:`pgexact._exact._progress`); the caller closes the bar with
         ``with calls[0].progress:`` (the calls share it).
     desc : str
         The bar's label and the warning's subject: the public function's name.

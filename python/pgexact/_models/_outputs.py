@@ -21,16 +21,15 @@ so that ``"all"`` parses the model once and selects every output from it.
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING, Any, Callable, List, NamedTuple, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, List, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
-from ._validation import as_output
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .ensemble import TreeEnsemble
+    from ..ensemble import TreeEnsemble
 
-__all__ = ["ALL", "ClassLabel", "ClassPosition", "ModelOutputs", "arena_outputs", "class_labels", "is_all",
+__all__ = ["ALL", "ClassLabel", "ClassPosition", "ModelOutputs", "arena_outputs", "as_output", "class_labels", "is_all",
            "per_output", "positions", "refuse_all", "single_position", "stack_outputs"]
 
 #: ``output="all"``: every output of the model
@@ -88,7 +87,7 @@ def arena_outputs(full: Any, what: str, check: Optional[Callable[["TreeEnsemble"
         The :class:`~pgexact.TreeEnsemble` keywords shared by every output (feature names,
         source, metadata).
     """
-    from .ensemble import TreeEnsemble
+    from ..ensemble import TreeEnsemble
 
     def select(k: int) -> TreeEnsemble:
         arena = full.select_output(k) if always_select or full.n_outputs > 1 else full
@@ -170,7 +169,7 @@ def single_position(output: Any, n_outputs: Optional[int], labels: Optional[Sequ
         The user's ``output`` (not ``"all"``).
     n_outputs : int or None
         The model's number of outputs; None when not known yet (Monte Carlo: the library's
-        predict tells, and :func:`pgexact._target.select_output` checks the range).
+        predict tells, and :func:`pgexact._models._target.select_output` checks the range).
     labels : sequence or None
         The estimator's ``classes_``; they name outputs only when there is one per class.
     what : str
@@ -304,3 +303,21 @@ def per_output(value: Any, n_outputs: int, output: Any, name: str,
 
 def _is_dataframe(value: Any) -> bool:
     return hasattr(value, "columns") and hasattr(value, "to_numpy") and hasattr(value, "iloc")
+
+
+def as_output(output: Optional[Union[int, np.integer]], n_outputs: int, what: str) -> int:
+    """Which output column of a model; required when it has several."""
+    if output is None:
+        if n_outputs > 1:
+            raise ValueError(
+                f"output: this {what} has {n_outputs} outputs; "
+                f"pass output=k with k in 0..{n_outputs - 1}, or output='all' "
+                "for every output"
+            )
+        return 0
+    if isinstance(output, (bool, np.bool_)) or not isinstance(output, numbers.Integral):
+        raise TypeError(f"output: expected an integer, got {output!r}")
+    k = int(output)
+    if not 0 <= k < n_outputs:
+        raise ValueError(f"output: {k} is out of range; this {what} has {n_outputs} output(s)")
+    return k

@@ -25,11 +25,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 import numpy as np
 
-from . import _kernels
+from . import _parsers
 from ._target import Target, n_threads, select_output
-from ._outputs import ModelOutputs
-from ._validation import as_output
-from .ensemble import TreeEnsemble
+from ._outputs import ModelOutputs, as_output
+from ..ensemble import TreeEnsemble
 
 
 def is_sklearn(model: Any) -> bool:
@@ -123,7 +122,7 @@ def _trees_outputs(model: Any, estimators: List[Any], source: str, forest: bool)
 
     def select(k: int) -> TreeEnsemble:
         trees = [_tree_dict(e.tree_, _leaf_values(e, k, classifier), weight) for e in estimators]
-        arena = _kernels.build_arena_from_arrays(trees, np.zeros(1), int(model.n_features_in_), "<=",
+        arena = _parsers.build_arena_from_arrays(trees, np.zeros(1), int(model.n_features_in_), "<=",
                                                  True, "none")
         return TreeEnsemble(arena, feature_names=_feature_names(model), output=k,
                             n_outputs=n_outputs, source=source, meta=meta)
@@ -166,7 +165,7 @@ def _gb_outputs(model: Any, source: str) -> ModelOutputs:
             tree = estimators[i, k].tree_
             trees.append(_tree_dict(tree, np.asarray(tree.value)[: tree.node_count, 0, 0], lr,
                                     missing=False))
-        arena = _kernels.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_),
+        arena = _parsers.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_),
                                                  "<=", True, "none")
         return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=K,
                             source=source, meta=meta)
@@ -285,7 +284,7 @@ def _hist_outputs(model: Any, source: str) -> ModelOutputs:
 
     def select(k: int) -> TreeEnsemble:
         trees = [_hist_tree(it[k], cats) for it in model._predictors]
-        arena = _kernels.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_),
+        arena = _parsers.build_arena_from_arrays(trees, np.array([base[k]]), int(model.n_features_in_),
                                                  "<=", False, "sklearn_hist")
         return TreeEnsemble(arena, feature_names=_feature_names(model), output=k, n_outputs=K,
                             source=source, meta=meta)

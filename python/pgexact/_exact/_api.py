@@ -1,7 +1,7 @@
 """The exact metrics: PG², its curve over a ranking, PGI², PGU² and the greedy ranking.
 
-Each function validates its arguments once (:func:`pgexact._prepare.prepare_call`) and runs
-the kernels through the resulting :class:`~pgexact._kernels.PreparedCall`.
+Each function validates its arguments once (:func:`pgexact._exact._prepare.prepare_call`) and runs
+the kernels through the resulting :class:`~pgexact._exact._kernels.PreparedCall`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Iterator, List, Optional, Tuple, cast
 import numpy as np
 
 from ._kernels import PreparedCall
-from ._outputs import per_output, stack_outputs
+from .._models._outputs import per_output, stack_outputs
 from ._prepare import prepare_calls
-from ._typing import ArrayLike, FloatArray, IntArray, ModelLike, NoiseLike, OutputLike, SigmaLike
+from .._typing import ArrayLike, FloatArray, IntArray, ModelLike, NoiseLike, OutputLike, SigmaLike
 
 __all__ = ["pg2", "pg2_curve", "pgi2", "pgu2", "rank", "rank_with_curve"]
 
@@ -107,7 +107,7 @@ def _resolve_ranking(call: PreparedCall, ranking: Optional[ArrayLike],
 def _with_rankings(calls: List[PreparedCall], output: OutputLike, ranking: Optional[ArrayLike],
                    attributions: Optional[ArrayLike]
                    ) -> Iterator[Tuple[PreparedCall, Optional[ArrayLike], Optional[ArrayLike]]]:
-    """Each output's call with its ranking and attributions (:func:`pgexact._outputs.per_output`)."""
+    """Each output's call with its ranking and attributions (:func:`pgexact._models._outputs.per_output`)."""
     rankings = per_output(ranking, len(calls), output, "ranking", "ranking")
     attributions_ = per_output(attributions, len(calls), output, "attributions")
     return zip(calls, rankings, attributions_)

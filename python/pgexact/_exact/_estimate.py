@@ -17,10 +17,10 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from ._kernels import PreparedCall
-from ._outputs import per_output
+from .._models._outputs import per_output
 from ._prepare import prepare_calls
 from ._progress import Progress
-from ._typing import ArrayLike, ModelLike, NoiseLike, OutputLike, SigmaLike
+from .._typing import ArrayLike, ModelLike, NoiseLike, OutputLike, SigmaLike
 
 __all__ = ["estimate"]
 
