@@ -92,31 +92,11 @@ def _structure(model: ModelLike, output: Any, n_features: int) -> Any:
     its feature count (parsing a 1000-tree CatBoost model took 105 of the 118 ms of a Monte
     Carlo call: the baseline must be as fast as it can be for a comparison to be honest).
     """
-    from ._models._adapters import load
+    from ._models._adapters import load, may_split_by_category
 
-    if not _may_split_on_categories(model):
+    if not may_split_by_category(model):
         return n_features
     return load(model, output=output)
-
-
-def _may_split_on_categories(model: Any) -> bool:
-    """False only where the model's library says it has no categorical feature."""
-    kind = type(model).__module__.split(".")[0]
-    if kind == "sklearn":  # only HistGradientBoosting splits by category (is_categorical_)
-        if type(model).__name__.startswith("HistGradientBoosting"):
-            flags = getattr(model, "is_categorical_", None)
-            return flags is not None and bool(np.any(flags))
-        return False
-    if kind == "xgboost":
-        booster = model.get_booster() if hasattr(model, "get_booster") else model
-        types = getattr(booster, "feature_types", None)
-        return types is not None and any(t == "c" for t in types)
-    if kind == "catboost":
-        try:
-            return len(model.get_cat_feature_indices()) > 0
-        except Exception:  # not fitted or another version: parse, and let the parser speak
-            return True
-    return True
 
 
 def _raw_predictor(model: ModelLike, output: Optional[int] = None, *,

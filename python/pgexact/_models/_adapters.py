@@ -30,7 +30,8 @@ from .._data._userdata import data_policy
 from ._outputs import ALL, ModelOutputs, class_labels, is_all, positions, refuse_all, single_position
 from ..ensemble import TreeEnsemble
 
-__all__ = ["FAMILIES", "SUPPORTED", "ModelFamily", "load", "load_outputs", "predictor"]
+__all__ = ["FAMILIES", "SUPPORTED", "ModelFamily", "load", "load_outputs", "may_split_by_category",
+           "predictor"]
 
 SUPPORTED = (
     "xgboost Booster / XGBRegressor / XGBClassifier / XGBRFRegressor / XGBRFClassifier, "
@@ -56,18 +57,21 @@ class ModelFamily(NamedTuple):
     export: Callable[[Any], ModelOutputs]
     #: ``predictor(model, output, n_jobs) -> Target``: the library's own batched predict
     predictor: Callable[[Any, Optional[int], Optional[int]], Target]
+    #: ``may_split_by_category(model)``: False only where the object says it has no
+    #: categorical feature (then nothing needs parsing to perturb it as the kernels do)
+    may_split_by_category: Callable[[Any], bool]
 
 
 FAMILIES = (
     ModelFamily("xgboost", _xgboost.is_xgboost, _xgboost.is_xgboost, _xgboost.from_xgboost,
-                _xgboost.xgboost_target),
+                _xgboost.xgboost_target, _xgboost.may_split_by_category),
     ModelFamily("lightgbm", _lightgbm.is_lightgbm, _lightgbm.is_lightgbm,
-                _lightgbm.from_lightgbm, _lightgbm.lightgbm_target),
+                _lightgbm.from_lightgbm, _lightgbm.lightgbm_target, _lightgbm.may_split_by_category),
     ModelFamily("catboost", _catboost.is_catboost, _catboost.is_catboost,
-                _catboost.from_catboost, _catboost.catboost_target),
+                _catboost.from_catboost, _catboost.catboost_target, _catboost.may_split_by_category),
     # Monte Carlo can use any scikit-learn estimator's predict; the kernels read only trees.
     ModelFamily("sklearn", _sklearn.is_sklearn, _sklearn.accepts, _sklearn.from_sklearn,
-                _sklearn.sklearn_target),
+                _sklearn.sklearn_target, _sklearn.may_split_by_category),
 )
 
 
@@ -242,6 +246,25 @@ def _one_margin(model: Any) -> bool:
     scikit-learn trees and forests, whose ``predict_proba`` has a column per class."""
     module = type(model).__module__ or ""
     return not (module.startswith("sklearn.tree") or module.startswith("sklearn.ensemble._forest"))
+
+
+def may_split_by_category(model: Any) -> bool:
+    """Whether ``model`` may split by category: False only where its library's object says it
+    has no categorical feature (paths and TreeEnsembles: True, their parse tells).
+
+    Parameters
+    ----------
+    model : model object, path or TreeEnsemble
+        As in :func:`load`.
+
+    Returns
+    -------
+    bool
+    """
+    for family in FAMILIES:
+        if family.owns(model):
+            return family.may_split_by_category(model)
+    return True
 
 
 def predictor(model: Any, output: Any = None, n_jobs: Optional[int] = None) -> Target:

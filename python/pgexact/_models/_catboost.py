@@ -30,7 +30,7 @@ from ..ensemble import TreeEnsemble
 
 __all__ = ["catboost_outputs", "catboost_model_file", "catboost_target", "cbm_to_json",
            "from_catboost", "from_cbm_file", "is_catboost", "looks_like_catboost_json",
-           "looks_like_cbm"]
+           "looks_like_cbm", "may_split_by_category"]
 
 # CatBoost writes its JSON keys sorted; a model starts with one of its top-level keys.
 _JSON_HEAD = re.compile(rb'\A\s*\{\s*"(ctr_data|features_info|model_info|oblivious_trees|'
@@ -41,6 +41,14 @@ def is_catboost(model: Any) -> bool:
     """A CatBoost model object (fitted or not)."""
     module = type(model).__module__ or ""
     return module.startswith("catboost") and hasattr(model, "save_model") and hasattr(model, "predict")
+
+
+def may_split_by_category(model: Any) -> bool:
+    """Whether the model may split by category: only with categorical features."""
+    try:
+        return len(model.get_cat_feature_indices()) > 0
+    except Exception:  # not fitted or another version: parse, and let the parser speak
+        return True
 
 
 def looks_like_catboost_json(raw: bytes) -> bool:

@@ -25,6 +25,12 @@ from ..ensemble import TreeEnsemble
 _AUTO_NAME = re.compile(r"Column_(\d+)\Z")
 
 
+def may_split_by_category(model: Any) -> bool:
+    """Whether the model may split by category: a LightGBM object does not say cheaply (its
+    categorical features live in the model text), so yes, and the parsed model tells."""
+    return True
+
+
 def is_lightgbm(model: Any) -> bool:
     module = type(model).__module__ or ""
     if not module.startswith("lightgbm"):

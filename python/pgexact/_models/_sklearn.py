@@ -35,6 +35,15 @@ def is_sklearn(model: Any) -> bool:
     return any((c.__module__ or "").startswith("sklearn.") for c in type(model).__mro__)
 
 
+def may_split_by_category(model: Any) -> bool:
+    """Whether the model may split by category: only HistGradientBoosting with categorical
+    features (``is_categorical_``)."""
+    if not type(model).__name__.startswith("HistGradientBoosting"):
+        return False
+    flags = getattr(model, "is_categorical_", None)
+    return flags is not None and bool(np.any(flags))
+
+
 def _fitted(model: Any) -> None:
     from sklearn.exceptions import NotFittedError
     from sklearn.utils.validation import check_is_fitted

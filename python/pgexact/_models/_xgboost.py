@@ -17,8 +17,8 @@ from .._data._userdata import xgboost_json_categories
 from ._outputs import ModelOutputs, arena_outputs
 from ..ensemble import TreeEnsemble
 
-__all__ = ["booster_and_iterations", "from_xgboost", "is_xgboost", "xgboost_outputs",
-           "xgboost_target"]
+__all__ = ["booster_and_iterations", "from_xgboost", "is_xgboost", "may_split_by_category",
+           "xgboost_outputs", "xgboost_target"]
 
 
 def is_xgboost(model: Any) -> bool:
@@ -26,6 +26,13 @@ def is_xgboost(model: Any) -> bool:
     module = type(model).__module__ or ""
     return module.startswith("xgboost") and (hasattr(model, "save_raw")
                                              or hasattr(model, "get_booster"))
+
+
+def may_split_by_category(model: Any) -> bool:
+    """Whether the model may split by category: only with categorical feature types ('c')."""
+    booster = model.get_booster() if hasattr(model, "get_booster") else model
+    types = getattr(booster, "feature_types", None)
+    return types is not None and any(t == "c" for t in types)
 
 
 def booster_and_iterations(model: Any) -> Tuple[Any, int]:
