@@ -10,6 +10,7 @@
 
 #include "pgexact/exact/pair_kernel.hpp"
 #include "pgexact/exact/reference_kernel.hpp"
+#include "row_subsets.hpp"
 #include "walk_common.hpp"
 
 // The drivers of kernels.hpp: checks, threads and blocks of rows, and the choice of kernel per
@@ -157,11 +158,7 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
     for (std::int64_t i = 0; i < n_rows; ++i) {
       const double* x = X + i * d;
       const std::uint8_t* mask = perturbed + (mask_per_row ? i * d : 0);
-      std::int32_t effective = 0;
-      for (std::int64_t j = 0; j < d && effective < 2; ++j) {
-        effective += (mask[j] != 0 && !std::isnan(x[j]) && noise.perturbs(j)) ? 1 : 0;
-      }
-      (effective <= 1 && !noise.has_categorical() ? swept : paired).push_back(i);
+      (walk::count_perturbed(noise, mask, x, d, 2) <= 1 && !noise.has_categorical() ? swept : paired).push_back(i);
     }
     if (swept.empty()) {
       pg2_pairs(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control);
@@ -173,17 +170,12 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
       out[i] = pg2_row(a, noise, perturbed + (mask_per_row ? i * d : 0), ws, Pruning::Full);
     }, control);
     if (paired.empty() || stopped(control)) return;
-    std::vector<double> rows(paired.size() * static_cast<std::size_t>(d)), values(paired.size());
-    std::vector<std::uint8_t> masks(paired.size() * static_cast<std::size_t>(d));
-    for (std::size_t k = 0; k < paired.size(); ++k) {
-      const std::int64_t i = paired[k];
-      std::copy(X + i * d, X + (i + 1) * d, rows.begin() + static_cast<std::ptrdiff_t>(k) * d);
-      const std::uint8_t* mask = perturbed + (mask_per_row ? i * d : 0);
-      std::copy(mask, mask + d, masks.begin() + static_cast<std::ptrdiff_t>(k) * d);
-    }
+    const std::vector<double> rows = gather_rows(X, d, paired);
+    const std::vector<std::uint8_t> masks = gather_rows(perturbed, d, paired, mask_per_row);
+    std::vector<double> values(paired.size());
     pg2_pairs(a, noise, rows.data(), static_cast<std::int64_t>(paired.size()), masks.data(), true, n_threads,
               values.data(), control);
-    for (std::size_t k = 0; k < paired.size(); ++k) out[paired[k]] = values[k];
+    scatter_rows(values, 1, paired, out);
     return;
   }
   if (noise.has_categorical() && pruning != Pruning::None) throw std::invalid_argument(categorical_unsupported());

@@ -10,6 +10,7 @@
 #include "live_leaves.hpp"
 #include "pair_lanes.hpp"
 #include "pair_sweep.hpp"
+#include "row_subsets.hpp"
 #include "pgexact/exact/kernels.hpp"
 #include "pgexact/exact/leaf_pairs.hpp"
 
@@ -22,7 +23,6 @@ namespace pgexact {
 using namespace pairs;  // the kernel's own internal rooms
 
 namespace {
-
 
 void check_features(const Arena& a) {
   if (!pairs_apply(a)) throw std::invalid_argument("pair kernel: model not supported");
@@ -51,24 +51,6 @@ bool pairs_apply(const Arena& a) {
 }
 
 namespace {
-
-// Rows whose pruned results were not certified, computed again without pruning: the rows'
-// values do not depend on the other rows of a call, so a call of just those rows gives them.
-template <typename Compute>
-void recompute_rows(const std::vector<std::int64_t>& failed, const double* X, std::int64_t d, std::int64_t width,
-                    double* out, Compute&& compute) {
-  if (failed.empty()) return;
-  std::vector<double> rows(failed.size() * static_cast<std::size_t>(d));
-  for (std::size_t k = 0; k < failed.size(); ++k) {
-    std::copy(X + failed[k] * d, X + (failed[k] + 1) * d, rows.begin() + static_cast<std::ptrdiff_t>(k) * d);
-  }
-  std::vector<double> values(failed.size() * static_cast<std::size_t>(width));
-  compute(rows.data(), static_cast<std::int64_t>(failed.size()), values.data());
-  for (std::size_t k = 0; k < failed.size(); ++k) {
-    std::copy(values.begin() + static_cast<std::ptrdiff_t>(k) * width,
-              values.begin() + static_cast<std::ptrdiff_t>(k + 1) * width, out + failed[k] * width);
-  }
-}
 
 void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                     const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
@@ -117,16 +99,15 @@ void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::in
       if (!certified(total[static_cast<std::size_t>(i)], skipped[static_cast<std::size_t>(i)])) failed.push_back(r0 + i);
     }
   }
-  if (sweep.stopped()) return;
-  // (mask rows follow the failed rows when there is one mask per row)
-  std::vector<std::uint8_t> masks;
-  for (const std::int64_t r : failed) {
-    const std::uint8_t* m = perturbed + (mask_per_row ? r * d : 0);
-    masks.insert(masks.end(), m, m + d);
-  }
-  recompute_rows(failed, X, d, 1, out, [&](const double* rows_x, std::int64_t n, double* values) {
-    pg2_pairs_impl(a, noise, rows_x, n, masks.data(), true, n_threads, values, control, false);
-  });
+  if (sweep.stopped() || failed.empty()) return;
+  // Rows whose pruned results were not certified, again without pruning (a row's value does
+  // not depend on the other rows of its call).
+  const std::vector<double> rows_x = gather_rows(X, d, failed);
+  const std::vector<std::uint8_t> masks = gather_rows(perturbed, d, failed, mask_per_row);
+  std::vector<double> values(failed.size());
+  pg2_pairs_impl(a, noise, rows_x.data(), static_cast<std::int64_t>(failed.size()), masks.data(), true, n_threads,
+                 values.data(), control, false);
+  scatter_rows(values, 1, failed, out);
 }
 
 }  // namespace
@@ -217,15 +198,14 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
       if (!ok) failed.push_back(r0 + i);
     }
   }
-  if (sweep.stopped()) return;
-  std::vector<std::int64_t> rankings;
-  for (const std::int64_t r : failed) {
-    const std::int64_t* rk = ranking + (ranking_per_row ? r * d : 0);
-    rankings.insert(rankings.end(), rk, rk + d);
-  }
-  recompute_rows(failed, X, d, n_steps, out, [&](const double* rows_x, std::int64_t n, double* values) {
-    pg2_curve_pairs_impl(a, noise, rows_x, n, rankings.data(), true, n_steps, n_threads, values, control, false);
-  });
+  if (sweep.stopped() || failed.empty()) return;
+  // Rows whose pruned results were not certified, again without pruning.
+  const std::vector<double> rows_x = gather_rows(X, d, failed);
+  const std::vector<std::int64_t> rankings = gather_rows(ranking, d, failed, ranking_per_row);
+  std::vector<double> values(failed.size() * static_cast<std::size_t>(n_steps));
+  pg2_curve_pairs_impl(a, noise, rows_x.data(), static_cast<std::int64_t>(failed.size()), rankings.data(), true,
+                       n_steps, n_threads, values.data(), control, false);
+  scatter_rows(values, n_steps, failed, out);
 }
 
 }  // namespace

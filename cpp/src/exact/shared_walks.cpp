@@ -476,11 +476,7 @@ void pg2_variants(const Arena& a, const Noise& noise, const Variant* variants, s
   for (std::int32_t v = 0; v < count; ++v) {
     const double* x = variants[v].row;
     const std::uint8_t* mv = variants[v].mask;
-    std::int32_t effective = 0;
-    for (std::int32_t j = 0; j < d && effective < 2; ++j) {
-      effective += (mv[j] != 0 && !std::isnan(x[j]) && noise.perturbs(j)) ? 1 : 0;
-    }
-    if (effective <= 1) {
+    if (walk::count_perturbed(noise, mv, x, d, 2) <= 1) {
       ws.begin_row(x);
       out[v] = pg2_row(a, noise, mv, ws, Pruning::Full);
     } else {

@@ -163,6 +163,20 @@ inline bool pair_settle(const Arena& a, const Workspace& ws, std::int32_t& n, st
 // beyond this the explicit-stack version runs instead, so no model can overflow a thread's stack.
 constexpr std::int32_t kMaxRecursionDepth = 256;
 
+// Whether the row's set perturbs feature j: asked for, the noise moves it, and x_j is not NaN
+// (a missing value stays missing).
+inline bool perturbs_in_row(const Noise& noise, const std::uint8_t* mask, const double* x, std::int64_t j) {
+  return mask[j] != 0 && !std::isnan(x[j]) && noise.perturbs(j);
+}
+
+// How many features the row's set perturbs, counted up to `cap`.
+inline std::int32_t count_perturbed(const Noise& noise, const std::uint8_t* mask, const double* x, std::int64_t d,
+                                    std::int32_t cap) {
+  std::int32_t count = 0;
+  for (std::int64_t j = 0; j < d && count < cap; ++j) count += perturbs_in_row(noise, mask, x, j) ? 1 : 0;
+  return count;
+}
+
 // Marks the effectively perturbed features (requested and not NaN) and fills their boundary
 // CDFs. Returns how many there are; *last is the highest one (workspace.cpp).
 std::int32_t set_perturbed(const Arena& a, const Noise& noise, const std::uint8_t* perturbed, Workspace& ws,

@@ -79,7 +79,7 @@ std::int32_t set_perturbed(const Arena& a, const Noise& noise, const std::uint8_
   std::int32_t count = 0;
   ws.perturbed_mask = 0;
   for (std::int32_t j = 0; j < a.n_features; ++j) {
-    ws.perturbed[j] = (perturbed[j] != 0 && !std::isnan(x[j]) && noise.perturbs(j)) ? 1 : 0;
+    ws.perturbed[j] = perturbs_in_row(noise, perturbed, x, j) ? 1 : 0;
     if (ws.perturbed[j]) {
       ++count;
       *last = j;
