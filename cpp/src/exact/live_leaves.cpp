@@ -1,5 +1,7 @@
 #include "live_leaves.hpp"
 
+#include <algorithm>
+
 namespace pgexact {
 namespace pairs {
 
@@ -16,26 +18,29 @@ void find_live(const Arena& a, const LeafBoxes& boxes, const Lanes& lanes, std::
       if (lanes.code[at] < limit && lanes.weight[at] != 0.0) live.leaf[leaf] = 1;
     }
   }
-  live.n_live = 0;
-  for (std::int64_t t = 0; t < a.n_trees(); ++t) {
-    // Pre-order, then children before parents by walking it backwards.
-    live.order.clear();
-    live.order.push_back(a.tree_root[t]);
-    for (std::size_t k = 0; k < live.order.size(); ++k) {
-      const std::int32_t n = live.order[k];
-      if (!a.is_leaf(n)) {
-        live.order.push_back(a.left[n]);
-        live.order.push_back(a.right[n]);
+  if (live.order.empty()) {
+    // Each tree in pre-order, reversed: children come before their parents.
+    for (std::int64_t t = 0; t < a.n_trees(); ++t) {
+      const std::size_t begin = live.order.size();
+      live.order.push_back(a.tree_root[t]);
+      for (std::size_t k = begin; k < live.order.size(); ++k) {
+        const std::int32_t n = live.order[k];
+        if (!a.is_leaf(n)) {
+          live.order.push_back(a.left[n]);
+          live.order.push_back(a.right[n]);
+        }
       }
     }
-    for (std::size_t k = live.order.size(); k-- > 0;) {
-      const std::int32_t n = live.order[k];
-      if (a.is_leaf(n)) {
-        live.node[n] = live.leaf[static_cast<std::size_t>(boxes.node_leaf[n])];
-        live.tree_live[t] += live.node[n];
-      } else {
-        live.node[n] = static_cast<std::uint8_t>(live.node[a.left[n]] | live.node[a.right[n]]);
-      }
+    std::reverse(live.order.begin(), live.order.end());
+  }
+  for (const std::int32_t n : live.order) {
+    live.node[n] = a.is_leaf(n) ? live.leaf[static_cast<std::size_t>(boxes.node_leaf[n])]
+                                : static_cast<std::uint8_t>(live.node[a.left[n]] | live.node[a.right[n]]);
+  }
+  live.n_live = 0;
+  for (std::int64_t t = 0; t < a.n_trees(); ++t) {
+    for (std::int32_t leaf = boxes.tree_first[t]; leaf < boxes.tree_first[t + 1]; ++leaf) {
+      live.tree_live[t] += live.leaf[static_cast<std::size_t>(leaf)];
     }
     live.n_live += live.tree_live[t];
   }

@@ -18,7 +18,9 @@ namespace pairs {
 struct Liveness {
   std::vector<std::uint8_t> leaf, node;  // per global leaf; per arena node (a live leaf below)
   std::vector<std::int32_t> tree_live;   // per tree: its live leaves
-  std::vector<std::int32_t> order;       // scratch: a tree's nodes in pre-order
+  // Every tree's nodes, children before parents (the model's structure: built on first use and
+  // kept for the call's later passes).
+  std::vector<std::int32_t> order;
   std::int64_t n_live = 0;
   bool restricted = false;  // enumerate the live pairs afresh instead of reading kept lists
   LiveLeaves view() const { return LiveLeaves{leaf.data(), node.data()}; }
