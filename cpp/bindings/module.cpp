@@ -2,7 +2,7 @@
 //   _core.model  the parsers, their metadata and the node arena (register_arena.cpp,
 //                register_arrays.cpp, register_<library>.cpp);
 //   _core.exact  the perturbation, the kernel choice and the kernels (register_perturbation.cpp,
-//                register_kernels.cpp).
+//                register_kernels.cpp, register_pair_store.cpp).
 // Each concept registers itself from its own file; a new one adds a register_<concept>.cpp, a
 // declaration and a call below, its line in CMakeLists.txt and its stub in python/pgexact/_core/.
 #include <pybind11/pybind11.h>
@@ -21,6 +21,7 @@ void register_catboost(py::module_& m);
 void register_arrays(py::module_& m);
 void register_perturbation(py::module_& m);
 void register_kernels(py::module_& m);
+void register_pair_store(py::module_& m);
 }  // namespace pgexact::bindings
 
 namespace {
@@ -54,4 +55,5 @@ PYBIND11_MODULE(_core, m) {
   py::module_ exact = submodule(m, "exact", "The perturbation, the kernel choice and the exact kernels.");
   pgexact::bindings::register_perturbation(exact);
   pgexact::bindings::register_kernels(exact);
+  pgexact::bindings::register_pair_store(exact);
 }

@@ -11,6 +11,7 @@ from . import mc, metrics, noise, openxai
 from ._exact._api import pg2, pg2_curve, pgi2, pgu2, rank
 from ._exact._estimate import estimate
 from ._exact._moments import expected, infidelity
+from ._exact._pair_cache import clear_pair_cache, pair_cache_info, set_pair_cache_limit
 from ._exact._progress import PerformanceWarning
 from ._models._adapters import load
 from ._models._outputs import ClassLabel, ClassPosition
@@ -27,6 +28,7 @@ __all__ = [
     "PerformanceWarning",
     "TreeEnsemble",
     "__version__",
+    "clear_pair_cache",
     "estimate",
     "expected",
     "infidelity",
@@ -35,9 +37,11 @@ __all__ = [
     "metrics",
     "noise",
     "openxai",
+    "pair_cache_info",
     "pg2",
     "pg2_curve",
     "pgi2",
     "pgu2",
     "rank",
+    "set_pair_cache_limit",
 ]

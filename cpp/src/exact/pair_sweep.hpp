@@ -12,6 +12,7 @@
 #endif
 
 #include "live_leaves.hpp"
+#include "pair_store.hpp"
 #include "pgexact/exact/category_cells.hpp"
 #include "pgexact/exact/kernels.hpp"  // resolve_threads
 #include "pgexact/exact/run_control.hpp"
@@ -50,47 +51,62 @@ inline std::int32_t chunks_of(const LeafBoxes& boxes, std::int64_t t) {
   return (boxes.tree_first[t + 1] - boxes.tree_first[t] + kChunkLeaves - 1) / kChunkLeaves;
 }
 
-// Enumerated pairs kept for the rest of one call (later blocks of rows, later greedy steps),
-// list by list, until a fixed budget is spent; the others are enumerated again each time.
-// Which lists are kept depends on thread timing, but a list is the same whether kept or
-// enumerated again, so results do not. Lists of first tree t are only ever touched by the one
-// thread running t in a pass, so each t has its own map and no lock is needed.
+// Enumerated pairs kept for the rest of one call (later blocks of rows, later greedy steps)
+// and, through the store (pair_store.hpp), for later calls on the same model, list by list,
+// until a fixed budget is spent; the others are enumerated again each time. Which lists are
+// kept depends on thread timing, but a list is the same whether kept or enumerated again, so
+// results do not. Lists of first tree t are only ever touched by the one thread running t in a
+// pass, so each t has its own map and no lock is needed; the store's lists are read-only.
 class PairCache {
  public:
-  explicit PairCache(std::int64_t n_trees) : kept_(static_cast<std::size_t>(n_trees)) {}
+  PairCache(std::int64_t n_trees, StoreView store)
+      : kept_(static_cast<std::size_t>(n_trees)),
+        store_(std::move(store)),
+        budget_(std::max(kCallBudget, store_.budget)) {}
+  PairCache(const PairCache&) = delete;
+  PairCache& operator=(const PairCache&) = delete;
+  // Hands what this call kept to the store (a list kept is a list the next call need not
+  // enumerate).
+  ~PairCache() { publish(store_, std::move(kept_), static_cast<std::size_t>(used_.load())); }
 
   // The pairs of (t, s), s >= t, for chunk c of t's leaves; `keep`: whether a fresh list
-  // should be kept (another sweep follows; else keeping would only copy it).
+  // should be kept (another sweep follows; else keeping would only copy it, unless the store
+  // takes it for the next call).
   const PairList& get(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std::int64_t s, std::int32_t c,
                       bool keep, ThreadScratch& scratch) {
-    auto& mine = kept_[static_cast<std::size_t>(t)];
-    const std::int64_t key = s * 1048576 + c;
-    const auto hit = mine.find(key);
-    if (hit != mine.end()) return hit->second;
+    if (const PairList* kept = find(t, s, c)) return *kept;
     const std::int32_t begin = boxes.tree_first[t] + c * kChunkLeaves;
     const std::int32_t end = std::min(boxes.tree_first[t + 1], begin + kChunkLeaves);
     scratch.pairs.clear();
     enumerate_pairs(a, boxes, t, s, begin, end, scratch.box, scratch.pairs);
     const PairList& fresh = scratch.pairs;
-    if (!keep) return fresh;
+    if (!keep && store_.key.empty()) return fresh;
     const auto bytes = static_cast<std::int64_t>(fresh.bytes() + 128);
-    if (used_.fetch_add(bytes) + bytes <= kBudget) return mine.emplace(key, fresh.trimmed()).first->second;
+    if (used_.fetch_add(bytes) + bytes <= budget_) {
+      return kept_[static_cast<std::size_t>(t)].emplace(list_key(s, c), fresh.trimmed()).first->second;
+    }
     used_.fetch_sub(bytes);
     return fresh;
   }
 
-  // The kept list of (t, s, c), or null.
+  // The kept list of (t, s, c) (this call's or the store's), or null.
   const PairList* find(std::int64_t t, std::int64_t s, std::int32_t c) const {
+    if (store_.stored) {
+      if (const PairList* stored = store_.stored->find(t, s, c)) return stored;
+    }
     const auto& mine = kept_[static_cast<std::size_t>(t)];
-    const auto hit = mine.find(s * 1048576 + c);
+    const auto hit = mine.find(list_key(s, c));
     return hit == mine.end() ? nullptr : &hit->second;
   }
   // Whether the budget has room left (for the full lists a later pass would reuse).
-  bool has_room() const { return used_.load() < kBudget; }
+  bool has_room() const { return used_.load() < budget_; }
 
  private:
-  static constexpr std::int64_t kBudget = std::int64_t{192} << 20;
-  std::vector<std::unordered_map<std::int64_t, PairList>> kept_;
+  // What one call may keep for its own later passes, whatever the store's budget.
+  static constexpr std::int64_t kCallBudget = kDefaultPairStoreBytes;
+  KeptLists kept_;
+  StoreView store_;
+  std::int64_t budget_;
   std::atomic<std::int64_t> used_{0};
 };
 
@@ -107,7 +123,7 @@ class PairSweep {
         boxes(a, CategoryCells(a, noise, X, n_rows)),
         passes(pair_passes()),
         threads(resolve_threads(n_threads, std::max<std::int64_t>(a.n_trees(), n_rows))),
-        cache_(a.n_trees()),
+        cache_(a.n_trees(), open_store(a, boxes)),
         control_(control) {}
 
   // Progress: a tree pair (t, s >= t) of a sweep is leaves(t) * leaves(s) units (its pairs cost

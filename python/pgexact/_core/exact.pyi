@@ -1,4 +1,5 @@
-# Stubs of pgexact._core.exact (cpp/bindings/register_perturbation.cpp, register_kernels.cpp):
+# Stubs of pgexact._core.exact (cpp/bindings/register_perturbation.cpp, register_kernels.cpp,
+# register_pair_store.cpp):
 # the perturbation, validated once when built; the kernel choice; the kernels over rows.
 
 from collections.abc import Callable
@@ -86,3 +87,10 @@ def expected(arena: Arena, X: ArrayLike, mask: ArrayLike, perturbation: Perturba
 def first_moments(arena: Arena, X: ArrayLike, perturbation: Perturbation, n_threads: _Int = 0,
                   progress: Optional[_Progress] = None) -> NDArray[np.float64]: ...
 def max_threads() -> int: ...
+
+# The pair store (cpp/bindings/register_pair_store.cpp): leaf-pair lists kept across calls.
+DEFAULT_PAIR_STORE_BYTES: int
+
+def set_pair_store_budget(max_bytes: int) -> None: ...
+def pair_store_info() -> dict[str, int]: ...
+def clear_pair_store() -> None: ...
