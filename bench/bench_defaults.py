@@ -67,7 +67,7 @@ def load_dataset(name: str, data_dir: str, seed: int):
     from sklearn.model_selection import train_test_split
 
     fname, sep, target, drop = DATA_FILES[name]
-    X, y, names, _ = read_table(os.path.join(data_dir, fname), sep=sep, target=target, drop=drop)
+    X, y, names, _, _ = read_table(os.path.join(data_dir, fname), sep=sep, target=target, drop=drop)
     if name == "housing":
         keep = ~np.isnan(X).any(axis=1)  # total_bedrooms: rows with NaN dropped (as the paper)
         X, y = X[keep], y[keep] / 1e5  # target in units of 100,000 dollars
