@@ -35,6 +35,12 @@ bool check_mask(const Arena& a, const CArray<std::uint8_t>& mask, std::int64_t n
   return false;
 }
 
+// The tolerance the caller allows (pgexact._exact._tolerance validated it for users).
+double check_tol(double tol) {
+  if (!(tol >= 0.0 && tol < 1.0)) throw std::invalid_argument("tol: must be a number in [0, 1)");
+  return tol;
+}
+
 }  // namespace
 
 void register_kernels(py::module_& m) {
@@ -47,29 +53,31 @@ void register_kernels(py::module_& m) {
   m.def(
       "pg2",
       [](const Arena& a, const CArray<double>& X, const CArray<std::uint8_t>& mask, const Noise& noise,
-         int n_threads, Pruning kernel, const py::object& progress) {
+         int n_threads, Pruning kernel, const py::object& progress, double tol) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         const bool per_row = check_mask(a, mask, n);
+        check_tol(tol);
         check_noise(a, noise);
         py::array_t<double> out(n);
         const double* x = X.data();
         const std::uint8_t* mk = mask.data();
         double* o = out.mutable_data();
         run_interruptible([&](RunControl* control) {
-          pg2_batch(a, noise, x, n, mk, per_row, n_threads, kernel, o, control);
+          pg2_batch(a, noise, x, n, mk, per_row, n_threads, kernel, o, control, tol);
         }, progress);
         return out;
       },
       py::arg("arena"), py::arg("X"), py::arg("mask"), py::arg("perturbation"), py::arg("n_threads") = 0,
-      py::arg("kernel") = Pruning::Full, py::arg("progress") = py::none());
+      py::arg("kernel") = Pruning::Full, py::arg("progress") = py::none(), py::arg("tol") = kDefaultTolerance);
 
   m.def(
       "pg2_curve",
       [](const Arena& a, const CArray<double>& X, const CArray<std::int64_t>& ranking, std::int64_t n_steps,
-         const Noise& noise, int n_threads, Pruning kernel, const py::object& progress) {
+         const Noise& noise, int n_threads, Pruning kernel, const py::object& progress, double tol) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
+        check_tol(tol);
         bool per_row = false;
         if (ranking.ndim() == 2) {
           require_2d(ranking, a.n_features, "ranking");
@@ -85,12 +93,13 @@ void register_kernels(py::module_& m) {
         const std::int64_t* rk = ranking.data();
         double* o = out.mutable_data();
         run_interruptible([&](RunControl* control) {
-          pg2_curve_batch(a, noise, x, n, rk, per_row, n_steps, n_threads, kernel, o, control);
+          pg2_curve_batch(a, noise, x, n, rk, per_row, n_steps, n_threads, kernel, o, control, tol);
         }, progress);
         return out;
       },
       py::arg("arena"), py::arg("X"), py::arg("ranking"), py::arg("n_steps"), py::arg("perturbation"),
-      py::arg("n_threads") = 0, py::arg("kernel") = Pruning::Full, py::arg("progress") = py::none());
+      py::arg("n_threads") = 0, py::arg("kernel") = Pruning::Full, py::arg("progress") = py::none(),
+      py::arg("tol") = kDefaultTolerance);
 
   m.def(
       "greedy_rank",

@@ -145,7 +145,7 @@ std::int64_t rows_per_block(std::int64_t n_rows, int n_threads, std::int64_t cap
 
 void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                const std::uint8_t* perturbed, bool mask_per_row, int n_threads, Pruning pruning,
-               double* out, RunControl* control) {
+               double* out, RunControl* control, double tol) {
   noise.validate(a.n_features);
   check_perturbable(a, noise, perturbed, mask_per_row ? n_rows : 1);
   const std::int64_t d = a.n_features;
@@ -161,7 +161,7 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
       (walk::count_perturbed(noise, mask, x, d, 2) <= 1 && !noise.has_categorical() ? swept : paired).push_back(i);
     }
     if (swept.empty()) {
-      pg2_pairs(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control);
+      pg2_pairs(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control, tol);
       return;
     }
     for_each_row(a, static_cast<std::int64_t>(swept.size()), n_threads, [&](Workspace& ws, std::int64_t k) {
@@ -174,7 +174,7 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
     const std::vector<std::uint8_t> masks = gather_rows(perturbed, d, paired, mask_per_row);
     std::vector<double> values(paired.size());
     pg2_pairs(a, noise, rows.data(), static_cast<std::int64_t>(paired.size()), masks.data(), true, n_threads,
-              values.data(), control);
+              values.data(), control, tol);
     scatter_rows(values, 1, paired, out);
     return;
   }
@@ -201,7 +201,7 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
 
 void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                      const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps,
-                     int n_threads, Pruning pruning, double* out, RunControl* control) {
+                     int n_threads, Pruning pruning, double* out, RunControl* control, double tol) {
   noise.validate(a.n_features);
   if (a.n_outputs != 1) throw std::invalid_argument("output: kernels need a single-output model");
   check_values(a);
@@ -228,7 +228,7 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
     }
   }
   if (pruning == Pruning::Full && pairs_apply(a)) {
-    pg2_curve_pairs(a, noise, X, n_rows, ranking, ranking_per_row, n_steps, n_threads, out, control);
+    pg2_curve_pairs(a, noise, X, n_rows, ranking, ranking_per_row, n_steps, n_threads, out, control, tol);
     return;
   }
   if (noise.has_categorical() && pruning != Pruning::None) throw std::invalid_argument(categorical_unsupported());

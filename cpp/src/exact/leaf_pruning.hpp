@@ -22,16 +22,20 @@ namespace pairs {
 // the sum of its trees' variances (an estimate of the result), and marks them dead in its own
 // lane only (a row's values never depend on its neighbours). After the pass each result is
 // certified: the bounds of the pruned leaves alive in that set or prefix must be at most
-// kPruneCertify of the pruned result; a row that fails is computed again without pruning.
-// Results stay within 1e-13 relative of the unpruned sums.
-constexpr double kPruneShare = 1e-14;
-constexpr double kPruneCertify = 1e-13;
+// `certify` (the call's tolerance) of the pruned result; a row that fails is computed again
+// without pruning. Results stay within the tolerance, relative, of the unpruned sums: 1e-13 by
+// default (pair_kernel.hpp's kDefaultTolerance), more where the caller allows it.
+struct PruneBudget {
+  bool on = false;
+  double share = 0.0;    // spent on the estimate: a tenth of the tolerance
+  double certify = 0.0;  // the tolerance
+};
 
-// Whether per-row pruning is on: PGEXACT_LEAF_PRUNING=0 turns it off (tests and before/after
-// benchmarks; read per call). PGEXACT_LEAF_PRUNING=reckless spends a budget of 1e-2 instead of
-// kPruneShare, so that certificates fail and rows are recomputed: the tests of that path.
-bool pruning_enabled();
-double prune_share();
+// The budget of a call with tolerance `tol`: off below kDefaultTolerance or where
+// PGEXACT_LEAF_PRUNING=0 (tests and before/after benchmarks; read per call).
+// PGEXACT_LEAF_PRUNING=reckless spends a share of 1e-2 whatever the tolerance, so that
+// certificates fail and rows are recomputed: the tests of that path.
+PruneBudget prune_budget(double tol);
 
 // Prunes the leaves of rows [0, rows) whose codes are below n_prefix (after the codes are set)
 // and fills skipped[i * n_prefix + k] with the bound of row i's pruned leaves alive at prefix k
@@ -40,12 +44,12 @@ double prune_share();
 // The budget is spread over the prefixes: the result of prefix k is estimated by the sum of
 // the trees' variances at that prefix, E_k (leaves alive there, each with its box's mass over
 // the features of the prefix), and the leaves that become alive at prefix c may spend
-// kPruneShare * min_{k >= c} E_k / n_prefix, so that every prefix's pruned bound stays below
-// kPruneShare of its estimate. Within a class, the smallest bounds go first (by binary
+// share * min_{k >= c} E_k / n_prefix, so that every prefix's pruned bound stays below
+// `share` of its estimate. Within a class, the smallest bounds go first (by binary
 // exponent: a histogram, not a sort).
 template <typename SetOf>
 void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std::int64_t n_prefix,
-                  SetOf&& set_of, Lanes& lanes, std::vector<double>& skipped) {
+                  SetOf&& set_of, Lanes& lanes, std::vector<double>& skipped, double share) {
   skipped.assign(static_cast<std::size_t>(rows * n_prefix), 0.0);
   const std::size_t d = static_cast<std::size_t>(a.n_features);
   const std::size_t n_leaves = static_cast<std::size_t>(boxes.n_leaves());
@@ -57,7 +61,6 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
   std::vector<double> bound(n_leaves), bucket(np * kBuckets), m1(np), m2(np), estimate(np), factor(np), budget(np);
   std::vector<int> cut(np);
   std::int32_t position[64];
-  const double share = prune_share();
   for (std::int64_t i = 0; i < rows; ++i) {
     const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
     const std::size_t first = v * n_leaves * kLanes + l;
@@ -139,8 +142,8 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
 }
 
 // Whether the pruned result `value` of a set or prefix is certified (see prune_leaves).
-inline bool certified(double value, double skipped) {
-  return skipped == 0.0 || skipped <= kPruneCertify * (value - skipped);
+inline bool certified(double value, double skipped, const PruneBudget& budget) {
+  return skipped == 0.0 || skipped <= budget.certify * (value - skipped);
 }
 
 }  // namespace pairs

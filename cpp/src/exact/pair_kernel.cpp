@@ -54,7 +54,7 @@ namespace {
 
 void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                     const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
-                    RunControl* control, bool prune) {
+                    RunControl* control, const PruneBudget& prune) {
   PairSweep sweep(a, noise, X, n_threads, n_rows, control);
   const LeafBoxes& boxes = sweep.boxes;
   const int threads = sweep.threads;
@@ -79,9 +79,9 @@ void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::in
       sets[i] = s & lanes.perturbable[i];
     }
     code_set(sets.data(), rows, lanes);
-    if (prune) {
+    if (prune.on) {
       prune_leaves(a, boxes, rows, 1, [&](std::int64_t i, std::int64_t) { return sets[static_cast<std::size_t>(i)]; },
-                   lanes, skipped);
+                   lanes, skipped, prune.share);
     }
     find_live(a, boxes, lanes, rows, 1, live);
     sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
@@ -95,8 +95,8 @@ void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::in
     }, r0 + block < n_rows, &live);
     reduce_trees(sum, comp, n_trees, width, total);
     std::copy(total.begin(), total.begin() + rows, out + r0);
-    for (std::int64_t i = 0; prune && i < rows; ++i) {
-      if (!certified(total[static_cast<std::size_t>(i)], skipped[static_cast<std::size_t>(i)])) failed.push_back(r0 + i);
+    for (std::int64_t i = 0; prune.on && i < rows; ++i) {
+      if (!certified(total[static_cast<std::size_t>(i)], skipped[static_cast<std::size_t>(i)], prune)) failed.push_back(r0 + i);
     }
   }
   if (sweep.stopped() || failed.empty()) return;
@@ -106,7 +106,7 @@ void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::in
   const std::vector<std::uint8_t> masks = gather_rows(perturbed, d, failed, mask_per_row);
   std::vector<double> values(failed.size());
   pg2_pairs_impl(a, noise, rows_x.data(), static_cast<std::int64_t>(failed.size()), masks.data(), true, n_threads,
-                 values.data(), control, false);
+                 values.data(), control, PruneBudget{});
   scatter_rows(values, 1, failed, out);
 }
 
@@ -114,16 +114,16 @@ void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::in
 
 void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
-               RunControl* control) {
+               RunControl* control, double tol) {
   check_features(a);
-  pg2_pairs_impl(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control, pruning_enabled());
+  pg2_pairs_impl(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control, prune_budget(tol));
 }
 
 namespace {
 
 void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                           const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
-                          double* out, RunControl* control, bool prune) {
+                          double* out, RunControl* control, const PruneBudget& prune) {
   PairSweep sweep(a, noise, X, n_threads, n_rows, control);
   const LeafBoxes& boxes = sweep.boxes;
   const int threads = sweep.threads;
@@ -168,11 +168,11 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
                                   : static_cast<std::int8_t>(63 - __builtin_clzll(pos));
       });
     }
-    if (prune) {
+    if (prune.on) {
       prune_leaves(a, boxes, rows, n_steps, [&](std::int64_t i, std::int64_t k) {
         const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
         return sets[(v * steps + static_cast<std::size_t>(k)) * kLanes + l];
-      }, lanes, skipped);
+      }, lanes, skipped, prune.share);
     }
     find_live(a, boxes, lanes, rows, static_cast<std::int8_t>(n_steps), live);
     sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
@@ -193,7 +193,7 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
       for (std::int64_t k = 0; k < n_steps; ++k) {
         const double value = total[(v * static_cast<std::size_t>(n_steps) + static_cast<std::size_t>(k)) * kLanes + l];
         out[(r0 + i) * n_steps + k] = value;
-        if (prune) ok = ok && certified(value, skipped[static_cast<std::size_t>(i * n_steps + k)]);
+        if (prune.on) ok = ok && certified(value, skipped[static_cast<std::size_t>(i * n_steps + k)], prune);
       }
       if (!ok) failed.push_back(r0 + i);
     }
@@ -204,7 +204,7 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
   const std::vector<std::int64_t> rankings = gather_rows(ranking, d, failed, ranking_per_row);
   std::vector<double> values(failed.size() * static_cast<std::size_t>(n_steps));
   pg2_curve_pairs_impl(a, noise, rows_x.data(), static_cast<std::int64_t>(failed.size()), rankings.data(), true,
-                       n_steps, n_threads, values.data(), control, false);
+                       n_steps, n_threads, values.data(), control, PruneBudget{});
   scatter_rows(values, n_steps, failed, out);
 }
 
@@ -212,11 +212,11 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
 
 void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                      const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
-                     double* out, RunControl* control) {
+                     double* out, RunControl* control, double tol) {
   check_features(a);
   if (n_steps == 0) return;
   pg2_curve_pairs_impl(a, noise, X, n_rows, ranking, ranking_per_row, n_steps, n_threads, out, control,
-                       pruning_enabled());
+                       prune_budget(tol));
 }
 
 void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,

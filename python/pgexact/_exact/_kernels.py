@@ -24,6 +24,7 @@ from .._data._columns import ColumnOrder, identity_order
 from .._data._features import as_feature_mask, as_ranking, ranking_from_attributions
 from ._perturbation import NOISE_FAMILIES, KernelNoise
 from ._progress import Progress
+from ._tolerance import DEFAULT_TOL
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..ensemble import TreeEnsemble
@@ -139,19 +140,23 @@ class PreparedCall:
         return ranking_from_attributions(attributions, self.n_features, self.n_rows, self.order)
 
     # -- the kernels ---------------------------------------------------------------------------
-    def pg2(self, mask: np.ndarray, *, kernel: Kernel = Kernel.pairs) -> np.ndarray:
+    def pg2(self, mask: np.ndarray, *, kernel: Kernel = Kernel.pairs,
+            tol: float = DEFAULT_TOL) -> np.ndarray:
         """Exact PG² for a validated uint8 mask, ``(d,)`` or ``(n, d)``; ``(n,)`` float64.
 
         ``kernel=Kernel.reference`` runs the paper's unpruned O(n²) pair walk (kept for
         benchmarks and as a check on the fast kernel); the values agree up to rounding.
+        ``tol``: a validated tolerance (:mod:`pgexact._exact._tolerance`).
         """
         return _core.exact.pg2(self.ensemble._arena, self.X, mask, self.perturbation, self.threads,
-                               kernel, progress=self._stage())
+                               kernel, progress=self._stage(), tol=tol)
 
-    def pg2_curve(self, ranking: np.ndarray, *, kernel: Kernel = Kernel.pairs) -> np.ndarray:
+    def pg2_curve(self, ranking: np.ndarray, *, kernel: Kernel = Kernel.pairs,
+                  tol: float = DEFAULT_TOL) -> np.ndarray:
         """PG² of every top-k prefix of a validated int64 ranking, ``(n, d)``."""
         return _core.exact.pg2_curve(self.ensemble._arena, self.X, ranking, self.n_features,
-                                     self.perturbation, self.threads, kernel, progress=self._stage())
+                                     self.perturbation, self.threads, kernel, progress=self._stage(),
+                                     tol=tol)
 
     def greedy_rank(self, *, kernel: Kernel = Kernel.pairs) -> Tuple[np.ndarray, np.ndarray]:
         """The greedy PG² ranking ``(n, d)`` int64 and the PG² of its prefixes ``(n, d)``."""

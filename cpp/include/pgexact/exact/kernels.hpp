@@ -45,6 +45,7 @@
 
 #include "pgexact/model/arena.hpp"
 #include "pgexact/exact/noise.hpp"
+#include "pgexact/exact/pair_kernel.hpp"  // kDefaultTolerance
 #include "pgexact/exact/run_control.hpp"
 
 namespace pgexact {
@@ -189,16 +190,19 @@ inline bool noise_moves(const Arena& arena, const Noise& noise, std::int64_t j) 
 std::string additive_on_categories(std::int64_t feature);
 std::string categorical_unsupported();
 
-// PG2 for n rows; `perturbed` is one mask of n_features entries, or one per row.
+// PG2 for n rows; `perturbed` is one mask of n_features entries, or one per row. `tol`: the
+// relative error each result may have, certified (pair_kernel.hpp's kDefaultTolerance); the
+// other kernels are exact whatever it is.
 void pg2_batch(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                const std::uint8_t* perturbed, bool mask_per_row, int n_threads, Pruning pruning,
-               double* out, RunControl* control = nullptr);
+               double* out, RunControl* control = nullptr, double tol = kDefaultTolerance);
 
 // PG2 of every prefix of a ranking: out[i, k] = PG2(x_i, first k+1 entries of the ranking),
 // for k < n_steps. `ranking` is one permutation of n_features entries, or one per row.
 void pg2_curve_batch(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                      const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps,
-                     int n_threads, Pruning pruning, double* out, RunControl* control = nullptr);
+                     int n_threads, Pruning pruning, double* out, RunControl* control = nullptr,
+                     double tol = kDefaultTolerance);
 
 // E[f(x')] for n rows: the expected raw output when the masked features are perturbed.
 void expected_batch(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,

@@ -55,18 +55,23 @@
 
 namespace pgexact {
 
+// How far a result may be from the unpruned sum, relative, each result certified (see
+// leaf_pruning.hpp): the default is rounding level; a caller may allow more (a larger budget
+// prunes more leaves on deep trees); below the default, nothing is pruned.
+inline constexpr double kDefaultTolerance = 1e-13;
+
 // Whether the pair kernel handles this arena: one output, 1..64 features, depth at most 256.
 bool pairs_apply(const Arena& arena);
 
 // PG2 for n rows; `perturbed` is one mask of n_features entries, or one per row.
 void pg2_pairs(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
-               RunControl* control = nullptr);
+               RunControl* control = nullptr, double tol = kDefaultTolerance);
 
 // out[i, k] = PG2(x_i, first k+1 entries of the ranking) for k < n_steps.
 void pg2_curve_pairs(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                      const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
-                     double* out, RunControl* control = nullptr);
+                     double* out, RunControl* control = nullptr, double tol = kDefaultTolerance);
 
 // Greedy ranking (ties to the lower index; features the noise never moves last) and its
 // curve, curve_out[i, k] = PG2(x_i, first k+1 chosen features), within 1e-13 of pg2_curve's (greedy steps do not prune).
