@@ -65,6 +65,7 @@ from ._data._features import as_attributions, as_feature_mask, as_ranking
 from ._data._rows import as_matrix, as_matrix_ordered
 from ._data._scalars import as_n_jobs
 from ._exact._perturbation import as_noise
+from ._exact._tolerance import as_tol
 from .ensemble import TreeEnsemble
 
 __all__ = ["pg2", "pg2_curve", "pgi2", "pgu2", "rank", "expected"]
@@ -306,10 +307,14 @@ def _attributions(rows: _Rows, attributions: Any, order: ColumnOrder) -> None:
     rows.add_numpy("attributions", as_attributions(attributions, d, n))
 
 
+#: the functions with a ``tol`` (:mod:`pgexact._exact._tolerance`)
+_TAKES_TOL = ("pg2", "pg2_curve", "pgi2", "pgu2")
+
+
 def _build(func: str, model: Any, X: Any, *, sigma: Any, noise: Any, n_jobs: Any,
            output: Optional[int], features: Any = None, ranking: Any = None,
            attributions: Any = None, uses: Tuple[str, ...] = (),
-           progress: Optional[bool] = None) -> da.Array:
+           progress: Optional[bool] = None, tol: Optional[float] = None) -> da.Array:
     if check_progress(progress):
         raise ValueError("progress: a lazy dask array has no bar of its own; watch its computation "
                          "with dask's diagnostics instead: `with dask.diagnostics.ProgressBar(): "
@@ -333,6 +338,8 @@ def _build(func: str, model: Any, X: Any, *, sigma: Any, noise: Any, n_jobs: Any
             _attributions(rows, attributions, order)
     # no bars inside the tasks: dask's diagnostics show the blocks
     options = dict(rows.shared, sigma=sigma, noise=noise, n_jobs=n_jobs, progress=False)
+    if func in _TAKES_TOL:
+        options["tol"] = as_tol(tol)  # checked here, before any task runs
     wide = func in ("pg2_curve", "rank")
     dtype = np.int64 if func == "rank" else np.float64
     return cast(da.Array, da.map_blocks(
@@ -355,36 +362,39 @@ def _build(func: str, model: Any, X: Any, *, sigma: Any, noise: Any, n_jobs: Any
 # ----------------------------------------------------------------------------- public API
 
 
+
 def pg2(model: Any, X: Any, features: Any, *, sigma: Any = 0.3, noise: Any = "normal",
         n_jobs: Optional[int] = 1, output: Optional[int] = None,
-        progress: Optional[bool] = None) -> da.Array:
+        progress: Optional[bool] = None, tol: Optional[float] = None) -> da.Array:
     """Lazy :func:`pgexact.pg2` over the row blocks of a dask array / DataFrame, (n,) float64."""
     return _build("pg2", model, X, features=features, sigma=sigma, noise=noise, n_jobs=n_jobs,
-                  output=output, uses=("features",), progress=progress)
+                  output=output, uses=("features",), progress=progress, tol=tol)
 
 
 def pg2_curve(model: Any, X: Any, ranking: Any, *, sigma: Any = 0.3, noise: Any = "normal",
               n_jobs: Optional[int] = 1, output: Optional[int] = None,
-        progress: Optional[bool] = None) -> da.Array:
+              progress: Optional[bool] = None, tol: Optional[float] = None) -> da.Array:
     """Lazy :func:`pgexact.pg2_curve`: PG² of every prefix of the ranking, (n, d) float64."""
     return _build("pg2_curve", model, X, ranking=ranking, sigma=sigma, noise=noise,
-                  n_jobs=n_jobs, output=output, uses=("ranking",), progress=progress)
+                  n_jobs=n_jobs, output=output, uses=("ranking",), progress=progress, tol=tol)
 
 
 def pgi2(model: Any, X: Any, ranking: Any = None, *, attributions: Any = None, sigma: Any = 0.3,
          noise: Any = "normal", n_jobs: Optional[int] = 1, output: Optional[int] = None,
-         progress: Optional[bool] = None) -> da.Array:
+         progress: Optional[bool] = None, tol: Optional[float] = None) -> da.Array:
     """Lazy :func:`pgexact.pgi2`, (n,) float64; greedy ranking when neither argument is given."""
     return _build("pgi2", model, X, ranking=ranking, attributions=attributions, sigma=sigma,
-                  noise=noise, n_jobs=n_jobs, output=output, uses=("ranking",), progress=progress)
+                  noise=noise, n_jobs=n_jobs, output=output, uses=("ranking",), progress=progress,
+                  tol=tol)
 
 
 def pgu2(model: Any, X: Any, ranking: Any = None, *, attributions: Any = None, sigma: Any = 0.3,
          noise: Any = "normal", n_jobs: Optional[int] = 1, output: Optional[int] = None,
-         progress: Optional[bool] = None) -> da.Array:
+         progress: Optional[bool] = None, tol: Optional[float] = None) -> da.Array:
     """Lazy :func:`pgexact.pgu2`, (n,) float64; greedy ranking when neither argument is given."""
     return _build("pgu2", model, X, ranking=ranking, attributions=attributions, sigma=sigma,
-                  noise=noise, n_jobs=n_jobs, output=output, uses=("ranking",), progress=progress)
+                  noise=noise, n_jobs=n_jobs, output=output, uses=("ranking",), progress=progress,
+                  tol=tol)
 
 
 def rank(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",

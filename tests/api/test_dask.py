@@ -141,6 +141,10 @@ def _cases(per_row):
         ("pgu2", (), {"attributions": a[0]}),
         ("rank", (), {}),
         ("rank", (), {"sigma": np.linspace(0.6, 0.1, D), "noise": "uniform"}),
+        ("pg2", ([0, 3, 5],), {"tol": 0.0}),
+        ("pg2_curve", (r,), {"tol": 1e-6}),
+        ("pgi2", (fixed,), {"tol": 1e-3}),
+        ("pgu2", (), {"attributions": a, "tol": 0.1}),
     ]
 
 
@@ -148,7 +152,7 @@ def _materialise(v):
     return v.compute(scheduler="sync") if isinstance(v, da.Array) else v
 
 
-@pytest.mark.parametrize("case", range(19))
+@pytest.mark.parametrize("case", range(23))
 def test_equals_in_memory(client, model, X, per_row, case):
     name, args, kw = _cases(per_row)[case]
     dx = da.from_array(X, chunks=CHUNKS)

@@ -170,7 +170,7 @@ def test_rank_estimate_is_at_least_half_its_candidates_full_passes(monkeypatch):
 
     seen = []
 
-    def fake(call, kind, ranking):
+    def fake(call, kind, ranking, tol=None):
         seen.append(kind)
         return {"rank": 1.0, "pg2": 2.0}[kind]
 

@@ -20,6 +20,7 @@ from ._kernels import PreparedCall
 from ._per_output import per_output
 from ._prepare import prepare_calls
 from ._progress import Progress
+from ._tolerance import DEFAULT_TOL, as_tol
 from .._typing import ArrayLike, ModelLike, NoiseLike, OutputLike, SigmaLike
 
 __all__ = ["estimate"]
@@ -67,7 +68,7 @@ class _Calibration(Progress):
 def estimate(model: ModelLike, X: ArrayLike, kind: str = "pgi2", *,
              ranking: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
              noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
-             output: OutputLike = None) -> float:
+             output: OutputLike = None, tol: Optional[float] = None) -> float:
     """Expected wall-clock seconds of an exact call, from a short calibration.
 
     The kernels know how much work a call is before they start (rows, or tree pairs per pass
@@ -90,6 +91,9 @@ def estimate(model: ModelLike, X: ArrayLike, kind: str = "pgi2", *,
         perturbed (the dearest set). ``"rank"``: :func:`pgexact.rank`.
     ranking : array_like of int, shape (d,) or (n, d), optional
         The ranking ``pgi2`` would get (kind ``"pgi2"`` only).
+    tol : float, optional
+        The call's ``tol`` (:func:`pgexact.pg2`): a looser tolerance makes deep forests
+        cheaper, so the calibration runs with it.
 
     Returns
     -------
@@ -104,12 +108,14 @@ def estimate(model: ModelLike, X: ArrayLike, kind: str = "pgi2", *,
         raise ValueError(f"kind: expected one of {', '.join(map(repr, KINDS))}, got {kind!r}")
     if ranking is not None and kind != "pgi2":
         raise ValueError(f"ranking: only kind='pgi2' takes a ranking, not kind={kind!r}")
+    tol_ = as_tol(tol)
     calls = prepare_calls(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
     rankings = per_output(ranking, len(calls), output, "ranking", "ranking")
-    return float(sum(_calibrate(call, kind, r) for call, r in zip(calls, rankings)))
+    return float(sum(_calibrate(call, kind, r, tol_) for call, r in zip(calls, rankings)))
 
 
-def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike]) -> float:
+def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
+               tol: float = DEFAULT_TOL) -> float:
     """Seconds of one output's kernel run, from a short calibration of it.
 
     The greedy ranking's early steps are much cheaper than its late ones (few leaves are live
@@ -123,10 +129,11 @@ def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike]) -> f
         seconds = _calibrate_once(call, "rank", None)
         candidates = max(call.n_features - 1, 1)
         return max(seconds, 0.5 * candidates * _calibrate_once(call, "pg2", None))
-    return _calibrate_once(call, kind, ranking)
+    return _calibrate_once(call, kind, ranking, tol)
 
 
-def _calibrate_once(call: PreparedCall, kind: str, ranking: Optional[ArrayLike]) -> float:
+def _calibrate_once(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
+                    tol: float = DEFAULT_TOL) -> float:
     """Seconds of one kernel run, from a short calibration of it."""
     if call.n_rows == 0:
         return 0.0
@@ -135,9 +142,9 @@ def _calibrate_once(call: PreparedCall, kind: str, ranking: Optional[ArrayLike])
     rk = call.ranking(ranking) if ranking is not None else None
     try:
         if kind == "pg2":
-            call.pg2(np.ones(call.n_features, dtype=np.uint8))
+            call.pg2(np.ones(call.n_features, dtype=np.uint8), tol=tol)
         elif kind == "pgi2" and rk is not None:
-            call.pg2_curve(rk)
+            call.pg2_curve(rk, tol=tol)
         else:
             call.greedy_rank()
     except _Enough:
