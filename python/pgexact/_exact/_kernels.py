@@ -15,7 +15,7 @@ The model-side entry points (the parsers and ``Arena``) are the other seam,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -29,7 +29,8 @@ from ._tolerance import DEFAULT_TOL
 if TYPE_CHECKING:  # pragma: no cover
     from ..ensemble import TreeEnsemble
 
-__all__ = ["Kernel", "Perturbation", "PreparedCall", "bind"]
+__all__ = ["Kernel", "Perturbation", "PreparedCall", "bind", "clear_pair_store", "pair_store_info",
+           "set_pair_store_budget"]
 
 #: which exact kernel computes PG²: ``pairs`` (the default), ``walks``, ``separate_walks``,
 #: ``reference`` (the paper's unpruned pair walk; the values agree up to rounding)
@@ -172,3 +173,20 @@ class PreparedCall:
         """``E[delta_j f(x + delta)]`` per feature with every feature perturbed, ``(n, d)``."""
         return _core.exact.first_moments(self.ensemble._arena, self.X, self.perturbation, self.threads,
                                          progress=self._stage())
+
+
+# -- the pair store (cpp/bindings/register_pair_store.cpp), public as pgexact's pair cache ------
+def pair_store_info() -> Dict[str, int]:
+    """What the store of leaf-pair lists holds (see :mod:`pgexact._exact._pair_cache`)."""
+    return {k: int(v) for k, v in _core.exact.pair_store_info().items()}
+
+
+def set_pair_store_budget(max_bytes: int) -> None:
+    """Sets the store's budget in bytes (validated by the caller)."""
+    _core.exact.set_pair_store_budget(max_bytes)
+
+
+def clear_pair_store() -> None:
+    """Drops every kept list and resets the counters."""
+    _core.exact.clear_pair_store()
+

@@ -17,7 +17,7 @@ from __future__ import annotations
 import operator
 from typing import Dict
 
-from .._core import exact as _core_exact
+from ._kernels import clear_pair_store, pair_store_info, set_pair_store_budget
 
 __all__ = ["clear_pair_cache", "pair_cache_info", "set_pair_cache_limit"]
 
@@ -45,8 +45,8 @@ def set_pair_cache_limit(max_bytes: int) -> int:
                         f"{type(max_bytes).__name__}") from None
     if value < 0:
         raise ValueError(f"max_bytes: must be >= 0 (0 turns the cache off), got {value}")
-    previous = int(_core_exact.pair_store_info()["max_bytes"])
-    _core_exact.set_pair_store_budget(value)
+    previous = pair_store_info()["max_bytes"]
+    set_pair_store_budget(value)
     return previous
 
 
@@ -59,9 +59,9 @@ def pair_cache_info() -> Dict[str, int]:
         ``max_bytes`` (the limit), ``bytes`` (held), ``models`` (models with kept lists),
         ``hits`` and ``misses`` (calls on a cacheable model that did / did not find its lists).
     """
-    return {k: int(v) for k, v in _core_exact.pair_store_info().items()}
+    return pair_store_info()
 
 
 def clear_pair_cache() -> None:
     """Drop every kept list and reset the hit and miss counts (the limit stays)."""
-    _core_exact.clear_pair_store()
+    clear_pair_store()
