@@ -141,3 +141,71 @@ def test_slot_masses_from_the_tables_give_the_same_bits(deep, monkeypatch, prune
     tables = _calls(ens, rows, ranking, 0.1) + (pgexact.rank(ens, rows[:6], sigma=0.1, progress=False),)
     for got, want in zip(tables, kept):
         np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------------- greedy steps prune too
+def _greedy(ens, rows, sigma):
+    from pgexact._exact._api import rank_with_curve
+
+    return rank_with_curve(ens, rows, sigma=sigma, n_jobs=1, progress=False)
+
+
+@pytest.mark.parametrize("sigma", [0.02, 0.1, 0.5])
+def test_greedy_pruned_equals_unpruned(deep, monkeypatch, sigma):
+    """Pruned greedy steps choose what the unpruned steps choose (a choice closer than its
+    bounds is recomputed unpruned), and their curves agree within 1e-13; reckless pruning fails
+    certificates and lands on the unpruned result through the recomputation."""
+    ens, X = deep
+    rows = X[:40]
+    monkeypatch.setenv("PGEXACT_LEAF_PRUNING", "0")
+    plain_rank, plain_curve = _greedy(ens, rows, sigma)
+    for mode in ("1", "reckless"):
+        monkeypatch.setenv("PGEXACT_LEAF_PRUNING", mode)
+        rank, curve = _greedy(ens, rows, sigma)
+        np.testing.assert_array_equal(rank, plain_rank)
+        assert np.all(curve >= 0.0)
+        np.testing.assert_allclose(curve, plain_curve, rtol=RTOL, atol=0)
+
+
+def test_greedy_pruning_prunes(deep, monkeypatch):
+    """The test above must be able to fail: with small noise on deep trees the greedy curves are
+    not the unpruned bits (leaves were dropped in the steps)."""
+    ens, X = deep
+    rows = X[:40]
+    monkeypatch.setenv("PGEXACT_LEAF_PRUNING", "0")
+    _, plain = _greedy(ens, rows, 0.05)
+    monkeypatch.setenv("PGEXACT_LEAF_PRUNING", "1")
+    _, pruned = _greedy(ens, rows, 0.05)
+    assert np.any(pruned != plain)
+
+
+def test_greedy_pruned_rows_do_not_depend_on_batch(deep):
+    ens, X = deep
+    rows = X[:12]
+    together = _greedy(ens, rows, 0.1)
+    alone = [_greedy(ens, rows[i:i + 1], 0.1) for i in range(12)]
+    np.testing.assert_array_equal(together[0], np.vstack([a[0] for a in alone]))
+    np.testing.assert_array_equal(together[1], np.vstack([a[1] for a in alone]))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), depth=st.integers(2, 9), sigma=st.floats(0.01, 2.0),
+       mode=st.sampled_from(["1", "reckless"]))
+def test_greedy_pruned_random_models(seed, depth, sigma, mode):
+    import os
+
+    ens, X = _deep_model(seed, d=4, n_trees=5, depth=depth)
+    rows = X[np.random.default_rng(seed).integers(0, X.shape[0], 9)]
+    old = os.environ.get("PGEXACT_LEAF_PRUNING")
+    try:
+        os.environ["PGEXACT_LEAF_PRUNING"] = "0"
+        plain = _greedy(ens, rows, sigma)
+        os.environ["PGEXACT_LEAF_PRUNING"] = mode
+        pruned = _greedy(ens, rows, sigma)
+    finally:
+        if old is None:
+            os.environ.pop("PGEXACT_LEAF_PRUNING", None)
+        else:
+            os.environ["PGEXACT_LEAF_PRUNING"] = old
+    np.testing.assert_array_equal(pruned[0], plain[0])
+    np.testing.assert_allclose(pruned[1], plain[1], rtol=RTOL, atol=0)

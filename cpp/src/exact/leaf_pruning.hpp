@@ -141,6 +141,18 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
   }
 }
 
+// Prunes, per row, the leaves of a greedy step (codes from code_greedy: alive with the row's set
+// S, alive with S + {j} only, or dead) whose bounds add up to at most `share` of the sum of
+// the trees' variances with S perturbed (nothing while that is zero: the first step), and
+// fills skipped_none[i] with the bound of row i's pruned leaves alive with S (they may move
+// PG2(S) and every candidate) and skipped_by[i * d + j] with that of those alive with S + {j}
+// only (they may move candidate j alone). A candidate's value is then certain within
+// skipped_none + skipped_by[j]: the driver keeps the choice only where the chosen candidate
+// beats every other by more than their two bounds, and recomputes the row unpruned otherwise.
+void prune_greedy_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, const std::uint64_t* sets,
+                         Lanes& lanes, std::vector<double>& skipped_none, std::vector<double>& skipped_by,
+                         double share);
+
 // Whether the pruned result `value` of a set or prefix is certified (see prune_leaves).
 inline bool certified(double value, double skipped, const PruneBudget& budget) {
   return skipped == 0.0 || skipped <= budget.certify * (value - skipped);

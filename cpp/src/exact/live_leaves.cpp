@@ -45,6 +45,7 @@ void find_live(const Arena& a, const LeafBoxes& boxes, const Lanes& lanes, std::
     live.n_live += live.tree_live[t];
   }
   live.restricted = static_cast<double>(live.n_live) < kRestrictShare * static_cast<double>(n_leaves);
+  live.sparse = static_cast<double>(live.n_live) < kSparseShare * static_cast<double>(n_leaves);
 }
 
 }  // namespace pairs

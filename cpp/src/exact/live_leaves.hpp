@@ -23,12 +23,18 @@ struct Liveness {
   std::vector<std::int32_t> order;
   std::int64_t n_live = 0;
   bool restricted = false;  // enumerate the live pairs afresh instead of reading kept lists
+  bool sparse = false;      // so few that even a kept full list costs more to read
   LiveLeaves view() const { return LiveLeaves{leaf.data(), node.data()}; }
 };
 
 // Live leaves at or above this share of all leaves: the kept full lists are read (a dead pair
 // costs a few loads there), below it the live pairs are enumerated afresh.
 constexpr double kRestrictShare = 0.6;
+// Live leaves below this share: their pairs are a few percent of all, and enumerating them
+// afresh (about 50 ns a pair) costs less than reading a kept full list (a few ns a pair, dead
+// or alive), so they are enumerated even where a full list is kept or would be (greedy steps
+// of one row of a deep forest, after per-row pruning).
+constexpr double kSparseShare = 0.15;
 
 // Marks the live leaves of rows [0, rows) of the block (codes below `limit`, nonzero weights),
 // the nodes with a live leaf below, each tree's live leaves, and whether to restrict.

@@ -219,9 +219,36 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
                        prune_budget(tol));
 }
 
-void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,
-                       std::int64_t* ranking_out, double* curve_out, RunControl* control) {
-  check_features(a);
+namespace {
+
+// Whether row i's greedy choice `best` stands whatever its pruned leaves would have added: every
+// candidate's value is certain within skipped_none + skipped_by[j] (prune_greedy_leaves), so
+// the choice stands where the best value, less its bound, beats every other candidate's value
+// plus its bound. Where neither has a bound the values are the unpruned bits, compared as the
+// unpruned step compares them.
+bool choice_certified(std::int64_t i, std::int64_t best, double base, const std::vector<double>& corr_total,
+                      std::size_t v, std::size_t l, std::uint64_t choosable, const std::vector<std::uint64_t>& chosen,
+                      const std::vector<std::uint64_t>& perturbable, const std::vector<double>& skipped_none,
+                      const std::vector<double>& skipped_by, std::int64_t d) {
+  const std::size_t row = static_cast<std::size_t>(i);
+  auto value = [&](std::int64_t j) {
+    const bool moves = ((perturbable[row] >> j) & 1u) != 0;
+    return moves ? base + corr_total[(v * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)) * kLanes + l] : base;
+  };
+  auto slack = [&](std::int64_t j) { return skipped_none[row] + skipped_by[row * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)]; };
+  const double best_value = value(best), best_slack = slack(best);
+  for (std::int64_t j = 0; j < d; ++j) {
+    // the candidates of this step: choosable, not chosen before it (`chosen` already holds best)
+    if (j == best || ((choosable >> j) & 1u) == 0 || ((chosen[row] >> j) & 1u) != 0) continue;
+    const double s = best_slack + slack(j);
+    if (s > 0.0 && !(best_value - best_slack > value(j) + slack(j))) return false;
+  }
+  return true;
+}
+
+void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,
+                            std::int64_t* ranking_out, double* curve_out, RunControl* control,
+                            const PruneBudget& prune) {
   PairSweep sweep(a, noise, X, n_threads, n_rows, control);
   const LeafBoxes& boxes = sweep.boxes;
   const int threads = sweep.threads;
@@ -237,8 +264,10 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
   }
   Lanes lanes;
   Liveness live;
-  std::vector<double> sum, comp, total, corr, corr_total;
+  std::vector<double> sum, comp, total, corr, corr_total, skipped_none, skipped_by;
   std::vector<std::uint64_t> chosen, cand;
+  std::vector<std::int64_t> failed;
+  std::vector<std::uint8_t> row_failed;
   const std::int64_t block = block_rows(a, boxes, 2 + d);
   sweep.plan_sweeps((n_rows + block - 1) / block * (n_candidates >= 2 ? n_candidates : n_candidates + 1));
   for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
@@ -248,6 +277,8 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
     const std::size_t corr_width = width * static_cast<std::size_t>(d);  // [vector][feature][lane]
     chosen.assign(width, 0);
     cand.assign(width, 0);
+    row_failed.assign(static_cast<std::size_t>(rows), 0);
+    bool pruned = false;  // whether this step pruned leaves
     // Step `step` ranks the candidates of S (step features chosen) and, in the same pass, gives
     // PG2(S), the curve entry of step - 1; the last pass only does the latter.
     for (std::int64_t step = 0; step <= n_candidates && !sweep.stopped(); ++step) {
@@ -297,6 +328,10 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
       } else {
         code_set(sets.data(), rows, lanes);
       }
+      // Per-row pruning of the greedy steps (not of the last set pass): the first step has
+      // nothing to prune against (PG2 of the empty set is 0).
+      pruned = prune.on && ranking && step > 0;
+      if (pruned) prune_greedy_leaves(a, boxes, rows, sets.data(), lanes, skipped_none, skipped_by, prune.share);
       find_live(a, boxes, lanes, rows, ranking ? kNeverAlive : std::int8_t{1}, live);
       sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
       comp.assign(sum.size(), 0.0);
@@ -317,7 +352,12 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
       if (sweep.stopped()) return;  // unfinished sums: nothing to choose from
       reduce_trees(sum, comp, n_trees, width, total);
       if (step > 0) {
-        for (std::int64_t i = 0; i < rows; ++i) curve_out[(r0 + i) * d + step - 1] = total[static_cast<std::size_t>(i)];
+        for (std::int64_t i = 0; i < rows; ++i) {
+          curve_out[(r0 + i) * d + step - 1] = total[static_cast<std::size_t>(i)];
+          if (pruned && !certified(total[static_cast<std::size_t>(i)], skipped_none[static_cast<std::size_t>(i)], prune)) {
+            row_failed[static_cast<std::size_t>(i)] = 1;
+          }
+        }
       }
       if (!ranking) break;
       corr_total.assign(corr_width, 0.0);
@@ -342,7 +382,14 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
         }
         chosen[static_cast<std::size_t>(i)] |= bit(static_cast<std::int32_t>(best));
         ranking_out[(r0 + i) * d + step] = best;
+        if (pruned && !choice_certified(i, best, base, corr_total, v, l, choosable, chosen, lanes.perturbable,
+                                        skipped_none, skipped_by, d)) {
+          row_failed[static_cast<std::size_t>(i)] = 1;
+        }
       }
+    }
+    for (std::int64_t i = 0; i < rows; ++i) {
+      if (row_failed[static_cast<std::size_t>(i)]) failed.push_back(r0 + i);
     }
     // Features the noise never moves last, in index order, repeating the last curve value.
     for (std::int64_t i = 0; i < rows; ++i) {
@@ -356,6 +403,25 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
       }
     }
   }
+  if (sweep.stopped() || failed.empty()) return;
+  // Rows whose pruned steps were not certified (a value, or a choice closer than the bounds),
+  // again without pruning: a row's ranking and curve do not depend on the other rows.
+  const std::vector<double> rows_x = gather_rows(X, d, failed);
+  std::vector<std::int64_t> rankings(failed.size() * static_cast<std::size_t>(d));
+  std::vector<double> curves(rankings.size());
+  greedy_rank_pairs_impl(a, noise, rows_x.data(), static_cast<std::int64_t>(failed.size()), n_threads,
+                         rankings.data(), curves.data(), control, PruneBudget{});
+  scatter_rows(rankings, d, failed, ranking_out);
+  scatter_rows(curves, d, failed, curve_out);
+}
+
+}  // namespace
+
+void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,
+                       std::int64_t* ranking_out, double* curve_out, RunControl* control) {
+  check_features(a);
+  greedy_rank_pairs_impl(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control,
+                         prune_budget(kDefaultTolerance));
 }
 
 }  // namespace pgexact

@@ -150,9 +150,11 @@ class PairSweep {
         const bool skip = live != nullptr && (live->tree_live[t] == 0 || live->tree_live[s] == 0);
         for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t) && !skip; ++chunk) {
           // Few live leaves: their pairs alone, unless a kept full list is at hand, or another
-          // pass follows that would reuse the full list and the budget can keep it.
-          const PairList* kept = live != nullptr && live->restricted ? cache_.find(t, s, chunk) : nullptr;
-          if (live != nullptr && live->restricted && kept == nullptr && !(again && cache_.has_room())) {
+          // pass follows that would reuse the full list and the budget can keep it; very few
+          // (sparse): their pairs alone whatever is kept.
+          const bool sparse = live != nullptr && live->sparse;
+          const PairList* kept = live != nullptr && live->restricted && !sparse ? cache_.find(t, s, chunk) : nullptr;
+          if (live != nullptr && live->restricted && kept == nullptr && (sparse || !(again && cache_.has_room()))) {
             const std::int32_t begin = boxes.tree_first[t] + chunk * kChunkLeaves;
             const std::int32_t end = std::min(boxes.tree_first[t + 1], begin + kChunkLeaves);
             scratch.pairs.clear();

@@ -74,7 +74,10 @@ void pg2_curve_pairs(const Arena& arena, const Noise& noise, const double* X, st
                      double* out, RunControl* control = nullptr, double tol = kDefaultTolerance);
 
 // Greedy ranking (ties to the lower index; features the noise never moves last) and its
-// curve, curve_out[i, k] = PG2(x_i, first k+1 chosen features), within 1e-13 of pg2_curve's (greedy steps do not prune).
+// curve, curve_out[i, k] = PG2(x_i, first k+1 chosen features), within 1e-13 of pg2_curve's. The
+// steps prune per row too (leaf_pruning.hpp): a choice stands only where the chosen candidate
+// beats every other by more than their bounds, else the row is ranked again unpruned, so the
+// ranking is the unpruned one.
 void greedy_rank_pairs(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                        int n_threads, std::int64_t* ranking_out, double* curve_out,
                        RunControl* control = nullptr);
