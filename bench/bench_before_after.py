@@ -107,6 +107,8 @@ def cases():
         ("rf20d10-pgi2-1", "RandomForest 20 trees, max_depth=10, housing: pgi2, 1 row", rf(20, 10), "pgi2", 1, 2),
         ("rf5-pgi2-1", "RandomForest 5 trees, unbounded depth, housing: pgi2, 1 row", rf(5, None), "pgi2", 1, 2),
         ("rf5-pgi2-8", "RandomForest 5 trees, unbounded depth, housing: pgi2, 8 rows", rf(5, None), "pgi2", 8, 1),
+        ("rf20d10-rank-1", "RandomForest 20 trees, max_depth=10, housing: greedy rank, 1 row", rf(20, 10), "rank", 1, 1),
+        ("rf5-rank-1", "RandomForest 5 trees, unbounded depth, housing: greedy rank, 1 row", rf(5, None), "rank", 1, 1),
     ]
 
 
