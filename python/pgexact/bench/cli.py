@@ -9,6 +9,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .accuracy import cmd_accuracy
+from .agreement_args import add_agreement
 from .common import PROG, UsageError
 from .conciseness import cmd_conciseness
 from .data import DATASETS
@@ -324,6 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_speed(sub, common, data, speed)
     _add_paper(sub, common, speed)
     _add_rankers(sub, common)
+    add_agreement(sub, common)
     return parser
 
 
