@@ -139,18 +139,23 @@ def _resample_means(D0: np.ndarray, V: np.ndarray, size: int, count: int,
                     rng: np.random.Generator) -> np.ndarray:
     """(count, q) means of D's columns over ``count`` resamples of ``size`` rows drawn with
     replacement (each column over its non-NaN drawn rows; ``D0`` is D with NaN set to 0)."""
-    n = D0.shape[0]
-    block = max(1, _BLOCK_ENTRIES // max(n, size))
-    out = np.empty((count, D0.shape[1]))
+    n, q = D0.shape
+    # a few drawn rows: gather them; many: count how often each row was drawn, a (b, n)
+    # matrix, so that the sums over the drawn rows of every column are one matrix product
+    gather = size * q <= n
+    block = max(1, _BLOCK_ENTRIES // max(size * q if gather else n, 1))
+    out = np.empty((count, q))
     for start in range(0, count, block):
         b = min(block, count - start)
         idx = rng.integers(0, n, size=(b, size))
-        # how often each row was drawn: a (b, n) matrix of counts, so that the sums over the
-        # drawn rows of every column are one matrix product
-        counts = np.bincount((idx + n * np.arange(b)[:, None]).ravel(), minlength=b * n)
-        C = counts.reshape(b, n).astype(np.float64)
+        if gather:
+            sums, drawn = D0[idx].sum(axis=1), V[idx].sum(axis=1)
+        else:
+            counts = np.bincount((idx + n * np.arange(b)[:, None]).ravel(), minlength=b * n)
+            C = counts.reshape(b, n).astype(np.float64)
+            sums, drawn = C @ D0, C @ V
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[start:start + b] = (C @ D0) / (C @ V)
+            out[start:start + b] = sums / drawn
     return out
 
 
