@@ -11,6 +11,9 @@ often a verdict on a random subset of datasets and metrics differs from the verd
 
 from __future__ import annotations
 
+import json
+import math
+import os
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
@@ -21,10 +24,10 @@ from pgexact.metrics._agreement_across import (cell_ranks, dataset_ranks, kendal
 
 from .agreement_setup import EXPLAINERS, Setup, explain, load_setups
 from .common import (Args, Json, UsageError, call_progress, echo, first_line, log, text_table,
-                     versions, write_json)
+                     versions)
 
 __all__ = ["DEFAULTS", "QUICK", "across_datasets", "agreement_tables", "cmd_agreement",
-           "run_agreement", "top_pairs"]
+           "run_agreement", "top_pairs", "write_results"]
 
 #: the sizes of a full run, and of --quick (a few seconds; the tests use it)
 DEFAULTS = dict(n_samples=2000, rows=200, bootstraps=1000, seeds=20, mc_samples=100,
@@ -173,6 +176,34 @@ def agreement_tables(payload: Json, results: List[Any]) -> str:
     return "\n".join(parts)
 
 
+def _compact(o: Any) -> Any:
+    """JSON-able copy of ``o``: arrays as lists, floats to 6 significant digits, NaN as None
+    (as AgreementResult.to_dict writes it)."""
+    if isinstance(o, dict):
+        return {str(k): _compact(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple, np.ndarray)):
+        return [_compact(v) for v in (o.tolist() if isinstance(o, np.ndarray) else o)]
+    if isinstance(o, (bool, np.bool_)):
+        return bool(o)
+    if isinstance(o, (int, np.integer)):
+        return int(o)
+    if isinstance(o, (float, np.floating)):
+        return None if math.isnan(o) else float(f"{float(o):.6g}")
+    return o
+
+
+def write_results(args: Args, payload: Json) -> str:
+    """``<--out>/results.json``, compact: a run holds a few (metric, row, explainer) arrays
+    per setup, and common.write_json's one-number-per-line layout made them megabytes."""
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "results.json")
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(_compact(payload), fh, separators=(",", ":"), allow_nan=False,
+                  ensure_ascii=False)
+        fh.write("\n")
+    return path
+
+
 def cmd_agreement(args: Args) -> int:
     """The ``agreement`` subcommand: run, print the tables, write the figures and results.json."""
     payload, results = run_agreement(args)
@@ -195,5 +226,5 @@ def cmd_agreement(args: Args) -> int:
 
         optional("matplotlib").use("Agg")
         payload["figures"] = plot_all(args, payload, results)
-    log(args, f"wrote {write_json(args, 'results.json', payload)}")
+    log(args, f"wrote {write_results(args, payload)}")
     return 0
