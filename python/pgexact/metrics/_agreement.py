@@ -26,7 +26,7 @@ from .._exact._progress import check_progress
 from .._models._adapters import load
 from .._models._outputs import refuse_all
 from .._models._pipeline import unwrap
-from .._optional import optional
+from .._optional import optional, require
 from .._typing import ArrayLike, ModelLike, NoiseLike, OutputLike, SigmaLike
 from . import _agreement_stats as st
 from ._agreement_result import AgreementResult
@@ -142,6 +142,19 @@ def _pseudo(ranking: np.ndarray) -> np.ndarray:
     return out
 
 
+def _repeat_rows(X: Any, Xa: np.ndarray, order: Any, runs: int) -> Any:
+    """X's rows ``runs`` times over, as X is (a DataFrame stays one, with its column names)."""
+    if runs == 1:
+        return X
+    if is_dataframe(X):
+        pd = require("pandas", "agreement() with a DataFrame")
+        return pd.concat([X] * runs, ignore_index=True)
+    if isinstance(X, np.ndarray):
+        return np.tile(X, (runs, 1))
+    # a DMatrix or sparse matrix: its rows as the library reads them, in X's column order
+    return np.tile(order.columns_out(Xa), (runs, 1))
+
+
 class _Bar:
     """One tqdm bar on stderr over the evaluations when ``progress=True`` (the calls then run
     without their own bars); otherwise ``progress`` goes on to every call."""
@@ -215,7 +228,9 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
     n_samples : int, default 100
         Monte Carlo draws per row and prefix of the Monte Carlo metrics.
     n_seeds : int, default 20
-        Seeds ``seed, seed + 1, ...`` of the Monte Carlo seed-flip rate (< 2: not computed).
+        Independent Monte Carlo runs for the seed-flip rate (< 2: not computed). Run s uses
+        the draws of rows ``s n .. (s + 1) n - 1`` of ``seed``'s stream (X repeated in one
+        call), so run 0 is the Monte Carlo function's own result with ``seed``.
     n_bootstraps : int, default 1000
         Resamples of the rows per subsample size.
     level : float, default 0.95
@@ -260,21 +275,30 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
     mc_metrics = [m for m in metrics_ if METRICS[m][1]]
     runs = max(n_seeds, 1)
     bar = _Bar(progress, len(explainers) * (1 + ("pgu2" in metrics_) + ("infidelity" in metrics_)
-                                           + runs * len(mc_metrics)))
+                                           + len(mc_metrics)))
     k = len(explainers)
     scores = np.full((len(metrics_), n, k), np.nan)
     seed_scores = {m: np.full((runs, n, k), np.nan) for m in mc_metrics}
     areas, total = np.full((n, k), np.nan), np.zeros(n)
     notes: List[str] = []
 
-    def monte_carlo(metric: str, ex: _Explainer, s: int) -> np.ndarray:
+    # Monte Carlo runs: X repeated `runs` times in one call; run s reads the draws of rows
+    # s n .. (s + 1) n - 1 of the seed's stream (independent of the other runs), so run 0 is
+    # what mc.pgi2 / openxai.pgi return on X with this seed, and every explainer's run s uses
+    # the same draws (common random numbers, as two calls with one seed do)
+    X_runs = _repeat_rows(X, Xa, order, runs) if mc_metrics else X
+
+    def monte_carlo(metric: str, ex: _Explainer) -> np.ndarray:
+        ranking = np.tile(ex.ranking, (runs, 1))
         if metric == "pgi_mc":
             a = ex.attributions if ex.attributions is not None else _pseudo(ex.ranking)
-            return openxai.pgi(model, X, a, k=top_k, sigma=sigma, noise=noise, output=output,
-                               n_samples=n_samples, seed=s, n_jobs=threads, progress=bar.inner)
-        return np.asarray(mc.pgi2(model, X, ex.ranking, sigma=sigma, noise=noise,
-                                  output=output, n_samples=n_samples, seed=s, n_jobs=threads,
-                                  progress=bar.inner))
+            out = openxai.pgi(model, X_runs, np.tile(a, (runs, 1)), k=top_k, sigma=sigma,
+                              noise=noise, output=output, n_samples=n_samples, seed=seed,
+                              n_jobs=threads, progress=bar.inner)
+        else:
+            out = mc.pgi2(model, X_runs, ranking, sigma=sigma, noise=noise, output=output,
+                          n_samples=n_samples, seed=seed, n_jobs=threads, progress=bar.inner)
+        return np.asarray(out).reshape(runs, n)
 
     try:
         for e, ex in enumerate(explainers):
@@ -297,10 +321,9 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
                                                      progress=bar.inner, **exact)
                     bar.step()
                 elif metric in mc_metrics:
-                    for s in range(runs):
-                        seed_scores[metric][s, :, e] = monte_carlo(metric, ex, seed + s)
-                        bar.step()
+                    seed_scores[metric][:, :, e] = monte_carlo(metric, ex)
                     scores[a, :, e] = seed_scores[metric][0, :, e]
+                    bar.step()
                 else:
                     assert truth is not None  # _check_metrics refuses truth metrics without it
                     scores[a, :, e] = _truth_scores(ex, truth, metric)
