@@ -271,7 +271,7 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
     explainers = _explainers(explanations, n, d, order)
     truth = _ground_truth(ground_truth, d, metrics_)
 
-    exact = dict(sigma=sigma, noise=noise, n_jobs=threads)
+    exact: Dict[str, Any] = dict(sigma=sigma, noise=noise, n_jobs=threads)
     mc_metrics = [m for m in metrics_ if METRICS[m][1]]
     runs = max(n_seeds, 1)
     bar = _Bar(progress, len(explainers) * (1 + ("pgu2" in metrics_) + ("infidelity" in metrics_)
@@ -290,6 +290,7 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
 
     def monte_carlo(metric: str, ex: _Explainer) -> np.ndarray:
         ranking = np.tile(ex.ranking, (runs, 1))
+        out: Any
         if metric == "pgi_mc":
             a = ex.attributions if ex.attributions is not None else _pseudo(ex.ranking)
             out = openxai.pgi(model, X_runs, np.tile(a, (runs, 1)), k=top_k, sigma=sigma,
@@ -332,7 +333,7 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
     if "truth_r2" in metrics_ and any(ex.attributions is None for ex in explainers):
         notes.append("truth_r2 is NaN for rankings: they have no attribution values")
 
-    settings = dict(sigma=sigma if np.ndim(sigma) == 0 else np.asarray(sigma).tolist(),
+    settings = dict(sigma=sigma if sigma is None or np.ndim(sigma) == 0 else np.asarray(sigma).tolist(),
                     noise=noise if isinstance(noise, str) else repr(noise), n_samples=n_samples,
                     n_seeds=n_seeds, n_bootstraps=n_bootstraps, level=level, seed=seed,
                     top_k=top_k,

@@ -15,7 +15,7 @@ the same numbers.
 from __future__ import annotations
 
 import warnings
-from typing import NamedTuple, Sequence, cast
+from typing import NamedTuple, Sequence, Union, cast
 
 import numpy as np
 
@@ -78,7 +78,7 @@ def win_rates(D: np.ndarray) -> np.ndarray:
     points = np.where(D > 0, 1.0, 0.0) + np.where(D == 0, 0.5, 0.0)
     count = valid.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return cast(np.ndarray, np.where(count > 0, (points * valid).sum(axis=0) / count, np.nan))
+        return np.where(count > 0, (points * valid).sum(axis=0) / count, np.nan)
 
 
 def mean_verdicts(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -121,7 +121,7 @@ def default_sizes(n: int, count: int = 16) -> np.ndarray:
     if n <= count:
         return np.arange(1, n + 1, dtype=np.int64)
     sizes = np.unique(np.round(np.geomspace(1, n, count)).astype(np.int64))
-    return cast(np.ndarray, np.unique(np.append(sizes, n)))
+    return np.unique(np.append(sizes, n))
 
 
 class Bootstrap(NamedTuple):
@@ -159,7 +159,7 @@ def _resample_means(D0: np.ndarray, V: np.ndarray, size: int, count: int,
     return out
 
 
-def bootstrap(D: np.ndarray, sizes: Sequence[int], n_bootstraps: int, level: float,
+def bootstrap(D: np.ndarray, sizes: Union[Sequence[int], np.ndarray], n_bootstraps: int, level: float,
               rng: np.random.Generator) -> Bootstrap:
     """Percentile interval of the mean difference and the probability that the verdict flips
     when the rows are resampled, at every size of ``sizes``.
@@ -208,7 +208,7 @@ def bootstrap(D: np.ndarray, sizes: Sequence[int], n_bootstraps: int, level: flo
     return Bootstrap(interval, curve, curve[:, -1].copy())
 
 
-def rows_needed(sizes: Sequence[int], curve: np.ndarray, threshold: float = 0.05) -> np.ndarray:
+def rows_needed(sizes: Union[Sequence[int], np.ndarray], curve: np.ndarray, threshold: float = 0.05) -> np.ndarray:
     """The smallest size from which on the flip probability stays below ``threshold``.
 
     Parameters
@@ -232,7 +232,7 @@ def rows_needed(sizes: Sequence[int], curve: np.ndarray, threshold: float = 0.05
     tail = np.flip(np.logical_and.accumulate(np.flip(below, axis=1), axis=1), axis=1)
     first = np.argmax(tail, axis=1)
     out = np.where(tail.any(axis=1), np.asarray(sizes, dtype=np.float64)[first], np.inf)
-    return cast(np.ndarray, np.where(np.all(np.isnan(curve), axis=1), np.nan, out))
+    return np.where(np.all(np.isnan(curve), axis=1), np.nan, out)
 
 
 def seed_flip_rate(verdicts: np.ndarray) -> np.ndarray:
@@ -254,7 +254,7 @@ def seed_flip_rate(verdicts: np.ndarray) -> np.ndarray:
     S = (~np.isnan(verdicts)).sum(axis=0).astype(np.float64)
     same = sum(c * (c - 1.0) for c in ((verdicts == v).sum(axis=0) for v in (-1.0, 0.0, 1.0)))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return cast(np.ndarray, np.where(S >= 2, 1.0 - same / (S * (S - 1.0)), np.nan))
+        return np.where(S >= 2, 1.0 - same / (S * (S - 1.0)), np.nan)
 
 
 def metric_agreement(V: np.ndarray) -> np.ndarray:
@@ -276,7 +276,7 @@ def metric_agreement(V: np.ndarray) -> np.ndarray:
     equal = (V[:, None, :] == V[None, :, :]) & both
     count = both.sum(axis=2)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return cast(np.ndarray, np.where(count > 0, equal.sum(axis=2) / count, np.nan))
+        return np.where(count > 0, equal.sum(axis=2) / count, np.nan)
 
 
 def error_case_rate(V: np.ndarray) -> np.ndarray:
@@ -303,7 +303,7 @@ def error_case_rate(V: np.ndarray) -> np.ndarray:
     error = counted & (2 * differ > others)
     n = counted.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return cast(np.ndarray, np.where(n > 0, error.sum(axis=1) / n, np.nan))
+        return np.where(n > 0, error.sum(axis=1) / n, np.nan)
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
@@ -393,7 +393,7 @@ def median_split_agreement(Y: np.ndarray) -> np.ndarray:
     same = ((well & ok).T.astype(np.float64) @ (well & ok).astype(np.float64)
             + (~well & ok).T.astype(np.float64) @ (~well & ok).astype(np.float64))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return cast(np.ndarray, np.where(both > 0, same / both, np.nan))
+        return np.where(both > 0, same / both, np.nan)
 
 
 def hardness(areas: np.ndarray, total: np.ndarray) -> np.ndarray:
@@ -420,7 +420,7 @@ def hardness(areas: np.ndarray, total: np.ndarray) -> np.ndarray:
     some = ~np.all(np.isnan(areas), axis=1)
     best[some] = np.nanmax(areas[some], axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return cast(np.ndarray, np.where(total > 0, 1.0 - best / total, np.nan))
+        return np.where(total > 0, 1.0 - best / total, np.nan)
 
 
 def hardest_rows(h: np.ndarray, count: int = 10) -> np.ndarray:
@@ -439,7 +439,7 @@ def hardest_rows(h: np.ndarray, count: int = 10) -> np.ndarray:
     """
     rows = np.flatnonzero(~np.isnan(h))
     order = rows[np.argsort(-h[rows], kind="stable")]
-    return cast(np.ndarray, order[:count].astype(np.int64))
+    return order[:count].astype(np.int64)
 
 
 def square(values: np.ndarray, k: int, kind: str) -> np.ndarray:
