@@ -4,7 +4,8 @@ says how far each verdict can be trusted (definitions: docs/agreement.md).
 The scores come from the library's own functions (exact :func:`pgexact.pg2_curve`,
 :func:`pgexact.pgu2`, :func:`pgexact.infidelity`; Monte Carlo :func:`pgexact.openxai.pgi`,
 :func:`pgexact.mc.pgi2`; the ground-truth scores of :mod:`pgexact.metrics`); the statistics
-from :mod:`._agreement_stats`; the result class from :mod:`._agreement_result`.
+from :mod:`._agreement_stats` (pairs) and :mod:`._agreement_instances` (rows); the result class
+from :mod:`._agreement_result`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from .._models._outputs import refuse_all
 from .._models._pipeline import unwrap
 from .._optional import optional, require
 from .._typing import ArrayLike, ModelLike, NoiseLike, OutputLike, SigmaLike
-from . import _agreement_stats as st
+from . import _agreement_instances as rows, _agreement_stats as st
 from ._agreement_result import AgreementResult
 from ._selection_metrics import importance_r2, top_k_precision_recall
 
@@ -373,13 +374,13 @@ def _statistics(explainers: Tuple[str, ...], metrics: Tuple[str, ...], scores: n
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column has a NaN mean
         mean_scores = np.nanmean(scores, axis=1)
-    h = st.hardness(areas, total)
+    h = rows.hardness(areas, total)
     return AgreementResult(
         explainers=explainers, metrics=metrics,
         higher_is_better={a: METRICS[a][0] for a in metrics},
         monte_carlo={a: METRICS[a][1] for a in metrics}, n_rows=n, scores=scores,
         mean_scores=mean_scores,
-        ranks=np.stack([st.average_ranks(mean_scores[a] * sign[a]) for a in range(m)]),
+        ranks=np.stack([rows.average_ranks(mean_scores[a] * sign[a]) for a in range(m)]),
         win_rate=per_metric(win, "complement"), verdict=per_metric(verdict, "antisymmetric"),
         mean_difference=per_metric(mean_diff, "antisymmetric"),
         interval=per_metric(boot.interval, "interval"),
@@ -388,7 +389,7 @@ def _statistics(explainers: Tuple[str, ...], metrics: Tuple[str, ...], scores: n
         flip_curve={"sizes": sizes, "probability": per_metric(boot.flip_curve, "symmetric")},
         seed_flip_rate=seed_flip, metric_agreement=st.metric_agreement(V),
         error_case_rate=st.error_case_rate(V),
-        similarity_correlation=np.stack([st.rank_correlation(oriented[a]) for a in range(m)]),
-        verdict_agreement=np.stack([st.median_split_agreement(oriented[a]) for a in range(m)]),
-        hardness=h, hardest_rows=st.hardest_rows(h, n_hardest), settings=settings, notes=notes)
+        similarity_correlation=np.stack([rows.rank_correlation(oriented[a]) for a in range(m)]),
+        verdict_agreement=np.stack([rows.median_split_agreement(oriented[a]) for a in range(m)]),
+        hardness=h, hardest_rows=rows.hardest_rows(h, n_hardest), settings=settings, notes=notes)
 
