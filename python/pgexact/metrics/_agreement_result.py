@@ -252,6 +252,19 @@ class AgreementResult:
         return text
 
     # ------------------------------------------------------------------------------ summary
+    def _pair_cells(self, a: int, i: int, j: int, name_w: int) -> str:
+        """One line of the summary: metric a's statistics of explainer i against j."""
+        v = self.verdict[a, i, j]
+        who = "-" if math.isnan(v) else "tie" if v == 0 else \
+            self.explainers[i] if v > 0 else self.explainers[j]
+        lo, hi = self.interval[a, i, j]
+        interval = "-" if math.isnan(lo) else f"[{lo:+.3g}, {hi:+.3g}]"
+        seed = _fmt(self.seed_flip_rate[a, i, j], 0, 2).strip()
+        return (f"{who.ljust(name_w)}{_fmt(self.win_rate[a, i, j], 6, 2)}"
+                f"{_fmt(self.mean_difference[a, i, j], 11, 3, True)}  {interval.ljust(22)}"
+                f"{_fmt(self.flip_probability[a, i, j], 8, 2)}{_fmt(self.rows_needed[a, i, j], 6, 3)}"
+                f"  {seed}{'' if self.monte_carlo[self.metrics[a]] else ' (no seed)'}")
+
     def __repr__(self) -> str:
         k, m = len(self.explainers), len(self.metrics)
         s = self.settings
@@ -269,31 +282,24 @@ class AgreementResult:
             lines.append(name.ljust(name_w) + "".join(c.rjust(col_w) for c in cells))
         metric_w = max(len(a) for a in self.metrics) + 2
         lines.append("")
-        lines.append("pairs: verdict, win rate, mean difference [interval], flip probability, "
-                     "rows needed, seed-flip rate")
+        level = f"{100 * float(s.get('level', 0.95)):g} % interval"
+        head = (f"{'better'.ljust(name_w)}{'wins':>6}{'mean diff':>11}  {level.ljust(22)}"
+                f"{'P(flip)':>8}{'rows':>6}  seed flips")
+        lines.append(f"    {'metric'.ljust(metric_w)}{head}")
         for i in range(k):
             for j in range(i + 1, k):
                 lines.append(f"  {self.explainers[i]} vs {self.explainers[j]}")
                 for a, metric in enumerate(self.metrics):
-                    v = self.verdict[a, i, j]
-                    who = "-" if math.isnan(v) else "tie" if v == 0 else \
-                        self.explainers[i] if v > 0 else self.explainers[j]
-                    lo, hi = self.interval[a, i, j]
-                    seed = _fmt(self.seed_flip_rate[a, i, j], 6, 2)
-                    lines.append(
-                        f"    {metric.ljust(metric_w)}{who.ljust(name_w)}"
-                        f"{_fmt(self.win_rate[a, i, j], 6, 2)}{_fmt(self.mean_difference[a, i, j], 11, 3, True)}"
-                        f" [{_fmt(lo, 0, 3, True).strip()}, {_fmt(hi, 0, 3, True).strip()}]"
-                        f"{_fmt(self.flip_probability[a, i, j], 8, 2)}"
-                        f"{_fmt(self.rows_needed[a, i, j], 6, 3)}"
-                        f"{seed}{'' if self.monte_carlo[metric] else ' (exact)'}")
+                    lines.append(f"    {metric.ljust(metric_w)}{self._pair_cells(a, i, j, name_w)}")
         lines.append("")
         lines.append("metric agreement (share of pairs with the same verdict), error-case rate:")
-        lines.append(" " * metric_w + "".join(a[:9].rjust(10) for a in self.metrics) + "     error")
+        cell = metric_w + 1
+        lines.append(" " * metric_w + "".join(a.rjust(cell) for a in self.metrics)
+                     + "error".rjust(cell))
         for a, metric in enumerate(self.metrics):
             lines.append(metric.ljust(metric_w)
-                         + "".join(_fmt(x, 10, 2) for x in self.metric_agreement[a])
-                         + _fmt(self.error_case_rate[a], 10, 2))
+                         + "".join(_fmt(x, cell, 2) for x in self.metric_agreement[a])
+                         + _fmt(self.error_case_rate[a], cell, 2))
         hard = ", ".join(f"{int(r)} ({self.hardness[r]:.2f})" for r in self.hardest_rows)
         lines.append("")
         lines.append(f"hardest rows (1 - best PGI² / PG²(all)): {hard or '-'}")
