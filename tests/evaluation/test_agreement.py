@@ -287,7 +287,7 @@ def test_progress_true_shows_one_bar(setup, capsys):
     (dict(level=1.5), ValueError, "level"),
     (dict(n_bootstraps=0), ValueError, "n_bootstraps"),
     (dict(n_samples=1.5), TypeError, "n_samples"),
-    (dict(n_seeds=-1), TypeError, "n_seeds"),
+    (dict(n_seeds=0), ValueError, "n_seeds"),
     (dict(seed=-1), ValueError, "seed"),
     (dict(output="all"), ValueError, "output"),
     (dict(progress="yes"), TypeError, "progress"),
@@ -308,3 +308,20 @@ def test_explicit_metrics_are_kept_with_a_ground_truth(setup):
     res = metrics.agreement(model, X, explanations, metrics=("truth_topk",),
                             ground_truth=TRUTH > 0, n_bootstraps=5, threads=NTHREAD)
     assert res.metrics == ("truth_topk",) and np.all(res.seed_flip_rate[0][0, 1:] == 0)
+
+
+def test_a_model_split_by_category_has_no_infidelity_but_every_other_score():
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({"a": rng.normal(size=200), "b": pd.Categorical(rng.integers(0, 3, 200)),
+                      "c": rng.normal(size=200)})
+    y = X.a + 2.0 * (X.b.cat.codes == 1) + X.c ** 2
+    model = xgb.XGBRegressor(n_estimators=5, max_depth=3, enable_categorical=True,
+                             tree_method="hist", nthread=NTHREAD).fit(X, y)
+    rows = X.iloc[:8]
+    res = metrics.agreement(model, rows, {"x": np.array([[1.0, 0.5, 0.2]] * 8), "y": np.array([2, 0, 1])},
+                            n_seeds=1, n_bootstraps=10, n_samples=4, threads=NTHREAD)
+    assert np.all(np.isnan(_score(res, "infidelity")))
+    assert any("additive noise" in note for note in res.notes)
+    for metric in ("pgi2", "pgu2", "pgi_mc", "pgi2_mc"):
+        assert np.all(np.isfinite(_score(res, metric)))
+    assert np.isnan(res.seed_flip_rate[res.metrics.index("pgi2_mc"), 0, 1])  # one run: no rate

@@ -143,6 +143,24 @@ def _pseudo(ranking: np.ndarray) -> np.ndarray:
     return out
 
 
+def _infidelity(ens: Any, X: Any, ex: _Explainer, exact: Dict[str, Any],
+                progress: Optional[bool], notes: List[str]) -> np.ndarray:
+    """Exact infidelity per row, or NaN with a note where it is undefined."""
+    n = ex.ranking.shape[0]
+    if ex.attributions is None:
+        notes.append(f"infidelity of {ex.name!r} is NaN: a ranking has no attribution values")
+        return np.full(n, np.nan)
+    try:
+        return infidelity(ens, X, ex.attributions, progress=progress, **exact)
+    except ValueError as exc:
+        # categorical or unperturbed features: undefined for this model, not a wrong call
+        # (the other metrics still apply)
+        if not str(exc).startswith("noise:"):
+            raise
+        notes.append(f"infidelity of {ex.name!r} is NaN: {exc}")
+        return np.full(n, np.nan)
+
+
 def _repeat_rows(X: Any, Xa: np.ndarray, order: Any, runs: int) -> Any:
     """X's rows ``runs`` times over, as X is (a DataFrame stays one, with its column names)."""
     if runs == 1:
@@ -172,12 +190,6 @@ class _Bar:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-
-
-def _as_nonnegative_int(value: Any, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 0:
-        raise TypeError(f"{name}: expected a non-negative integer, got {value!r}")
-    return int(value)
 
 
 def _as_level(level: Any) -> float:
@@ -229,7 +241,7 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
     n_samples : int, default 100
         Monte Carlo draws per row and prefix of the Monte Carlo metrics.
     n_seeds : int, default 20
-        Independent Monte Carlo runs for the seed-flip rate (< 2: not computed). Run s uses
+        Independent Monte Carlo runs for the seed-flip rate (1: not computed). Run s uses
         the draws of rows ``s n .. (s + 1) n - 1`` of ``seed``'s stream (X repeated in one
         call), so run 0 is the Monte Carlo function's own result with ``seed``.
     n_bootstraps : int, default 1000
@@ -256,9 +268,9 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
     progress = check_progress(progress)
     metrics_ = _check_metrics(metrics, ground_truth is not None)
     n_samples = int(as_positive_int(n_samples, "n_samples") or 1)
-    n_seeds = _as_nonnegative_int(n_seeds, "n_seeds")
+    n_seeds = int(as_positive_int(n_seeds, "n_seeds") or 1)
     n_bootstraps = int(as_positive_int(n_bootstraps, "n_bootstraps") or 1)
-    n_hardest = _as_nonnegative_int(n_hardest, "n_hardest")
+    n_hardest = int(as_positive_int(n_hardest, "n_hardest") or 1)
     level = _as_level(level)
     seed = as_seed(seed)
     if seed is None:
@@ -274,7 +286,7 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
 
     exact: Dict[str, Any] = dict(sigma=sigma, noise=noise, n_jobs=threads)
     mc_metrics = [m for m in metrics_ if METRICS[m][1]]
-    runs = max(n_seeds, 1)
+    runs = n_seeds
     bar = _Bar(progress, len(explainers) * (1 + ("pgu2" in metrics_) + ("infidelity" in metrics_)
                                            + len(mc_metrics)))
     k = len(explainers)
@@ -290,7 +302,6 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
     X_runs = _repeat_rows(X, Xa, order, runs) if mc_metrics else X
 
     def monte_carlo(metric: str, ex: _Explainer) -> np.ndarray:
-        ranking = np.tile(ex.ranking, (runs, 1))
         out: Any
         if metric == "pgi_mc":
             a = ex.attributions if ex.attributions is not None else _pseudo(ex.ranking)
@@ -298,7 +309,7 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
                               noise=noise, output=output, n_samples=n_samples, seed=seed,
                               n_jobs=threads, progress=bar.inner)
         else:
-            out = mc.pgi2(model, X_runs, ranking, sigma=sigma, noise=noise, output=output,
+            out = mc.pgi2(model, X_runs, np.tile(ex.ranking, (runs, 1)), sigma=sigma, noise=noise, output=output,
                           n_samples=n_samples, seed=seed, n_jobs=threads, progress=bar.inner)
         return np.asarray(out).reshape(runs, n)
 
@@ -315,12 +326,7 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
                     scores[a, :, e] = pgu2(ens, X, ex.ranking, progress=bar.inner, **exact)
                     bar.step()
                 elif metric == "infidelity":
-                    if ex.attributions is None:
-                        notes.append(f"infidelity of {ex.name!r} is NaN: a ranking has no "
-                                     "attribution values")
-                    else:
-                        scores[a, :, e] = infidelity(ens, X, ex.attributions,
-                                                     progress=bar.inner, **exact)
+                    scores[a, :, e] = _infidelity(ens, X, ex, exact, bar.inner, notes)
                     bar.step()
                 elif metric in mc_metrics:
                     seed_scores[metric][:, :, e] = monte_carlo(metric, ex)
