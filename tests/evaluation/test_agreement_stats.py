@@ -162,7 +162,7 @@ def test_rows_needed_by_its_definition(curve):
 def test_default_sizes():
     assert list(S.default_sizes(5)) == [1, 2, 3, 4, 5]
     big = S.default_sizes(1000)
-    assert big[0] == 1 and big[-1] == 1000 and np.all(np.diff(big) > 0) and 10 <= big.size <= 17
+    assert big[0] == 1 and big[-1] == 1000 and np.all(np.diff(big) > 0) and 16 <= big.size <= 25
 
 
 # ------------------------------------------------------------------------- seed flips

@@ -104,7 +104,7 @@ def mean_verdicts(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, np.sign(mean)
 
 
-def default_sizes(n: int, count: int = 16) -> np.ndarray:
+def default_sizes(n: int, count: int = 24) -> np.ndarray:
     """The row counts at which the flip probability is evaluated: every size up to ``count``
     rows, else about ``count`` sizes spaced geometrically from 1 to n; always ends with n.
 
@@ -112,7 +112,7 @@ def default_sizes(n: int, count: int = 16) -> np.ndarray:
     ----------
     n : int
         The number of rows.
-    count : int, default 16
+    count : int, default 24
         About how many sizes.
 
     Returns
