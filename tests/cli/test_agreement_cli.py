@@ -81,6 +81,28 @@ def test_across_is_assembled_from_the_setups(run):
     assert 0 <= a["kendall_w"] <= 1
 
 
+def test_pooled_summary_is_recomputed_from_the_setups(run):
+    """Per metric: the median of rows needed and the share settled over every setup's pairs
+    without the random baseline, read back from each setup's JSON arrays."""
+    _, res = run
+    for p in res["summary"]["per_metric"]:
+        need = []
+        for s in res["setups"]:
+            a = s["agreement"]
+            if p["metric"] not in a["metrics"]:
+                continue
+            m = a["metrics"].index(p["metric"])
+            R = np.array(a["rows_needed"], dtype=object)[m]
+            for i in range(3):  # explainers 0-2; 3 is the random baseline
+                for j in range(i + 1, 3):
+                    if a["flip_probability"][m][i][j] is not None:
+                        need.append(float(R[i, j]))  # "inf" -> inf
+        assert p["pairs"] == len(need)
+        assert p["median_rows_needed"] in (float(np.median(need)), "inf")
+        assert p["settled_share"] == pytest.approx(np.mean(np.isfinite(need)), abs=1e-6)
+    assert len(res["summary"]["hardest"]) == 4
+
+
 def test_scores_are_pgexacts_exact_values(run):
     """Recompute a per-row exact PGI² from the public API: the friedman1 split and model the
     run used (seeded), its evaluated rows, the library's gain importance as attributions."""

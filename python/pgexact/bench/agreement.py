@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Dict, List, Tuple
+import warnings
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from .common import (Args, Json, UsageError, call_progress, echo, first_line, lo
                      versions)
 
 __all__ = ["DEFAULTS", "QUICK", "across_datasets", "agreement_tables", "cmd_agreement",
-           "run_agreement", "top_pairs", "write_results"]
+           "pooled_summary", "run_agreement", "top_pairs", "write_results"]
 
 #: the sizes of a full run, and of --quick (a few seconds; the tests use it)
 DEFAULTS = dict(n_samples=2000, rows=200, bootstraps=1000, seeds=20, mc_samples=100,
@@ -57,14 +58,14 @@ def _agreement_function() -> Any:
     return agreement
 
 
-def _run_setup(args: Args, st: Json, s: Setup) -> Tuple[Json, Any]:
+def _run_setup(args: Args, st: Json, s: Setup, where: str) -> Tuple[Json, Any]:
     """Explain the setup's rows with every explainer and score them: (its JSON, the
     AgreementResult)."""
     agreement = _agreement_function()
-    log(args, f"{s.label}: explaining {s.X.shape[0]} rows with {len(st['explainers'])} "
+    log(args, f"{where} {s.label}: explaining {s.X.shape[0]} rows with {len(st['explainers'])} "
               "explainers ...")
     explanations, seconds = explain(s, st["explainers"], args, st)
-    log(args, f"{s.label}: scoring ({st['bootstraps']} bootstraps, {st['seeds']} Monte Carlo "
+    log(args, f"{where} {s.label}: scoring ({st['bootstraps']} bootstraps, {st['seeds']} Monte Carlo "
               f"seeds of {st['mc_samples']} samples) ...")
     kw: Json = dict(ground_truth=s.ground_truth, sigma=args.sigma, n_samples=st["mc_samples"],
                     n_seeds=st["seeds"], n_bootstraps=st["bootstraps"], level=args.level,
@@ -107,6 +108,56 @@ def across_datasets(results: List[Any], labels: List[str], rule: str, seed: int)
                 subset_flip={k: v for k, v in flips.items()})
 
 
+def _nanmean(values: List[float]) -> Optional[float]:
+    v = np.asarray(values, dtype=float)
+    return float(np.mean(v[np.isfinite(v)])) if np.any(np.isfinite(v)) else None
+
+
+def pooled_summary(results: List[Any], baseline: str = "random") -> Json:
+    """Per metric, pooled over setups and over the pairs of explainers other than
+    ``baseline`` (a chance baseline loses every comparison and would make every metric look
+    decisive): the rows a verdict needs, the flip probability, seed flips, agreement with the
+    other metrics, the error-case rate, and each setup's hardest rows."""
+    metrics: List[str] = list(dict.fromkeys(m for r in results for m in r.metrics))
+    out: Json = dict(metrics=metrics, baseline=baseline, per_metric=[], agreement=None,
+                     hardest=[])
+    for name in metrics:
+        need, flip, seed_flip, err, n_rows = [], [], [], [], []
+        for r in results:
+            if name not in r.metrics:
+                continue
+            a = r.metrics.index(name)
+            keep = [i for i, e in enumerate(r.explainers) if e != baseline]
+            for x in range(len(keep)):
+                for y in range(x + 1, len(keep)):
+                    i, j = keep[x], keep[y]
+                    if np.isfinite(r.flip_probability[a, i, j]):
+                        need.append(float(r.rows_needed[a, i, j]))
+                        flip.append(float(r.flip_probability[a, i, j]))
+                        seed_flip.append(float(r.seed_flip_rate[a, i, j]))
+                        n_rows.append(r.n_rows)
+            err.append(float(r.error_case_rate[a]))
+        need_a = np.asarray(need)
+        out["per_metric"].append(dict(
+            metric=name, monte_carlo=any(r.monte_carlo.get(name, False) for r in results),
+            pairs=len(need), median_rows_needed=float(np.median(need_a)) if need else None,
+            settled_share=float(np.mean(np.isfinite(need_a))) if need else None,
+            mean_flip_probability=float(np.mean(flip)) if flip else None,
+            mean_seed_flip_rate=_nanmean(seed_flip), mean_error_case_rate=_nanmean(err)))
+    A = np.full((len(results), len(metrics), len(metrics)), np.nan)
+    for d, r in enumerate(results):
+        idx = [metrics.index(m) for m in r.metrics]
+        A[d][np.ix_(idx, idx)] = np.asarray(r.metric_agreement)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a metric pair no setup has: NaN
+        out["agreement"] = np.nanmean(A, axis=0)
+    out["hardest"] = [dict(rows=[int(x) for x in r.hardest_rows[:5]],
+                           median_hardness=float(np.nanmedian(r.hardness)),
+                           hardness=[float(r.hardness[x]) for x in r.hardest_rows[:5]])
+                      for r in results]
+    return out
+
+
 def run_agreement(args: Args) -> Tuple[Json, List[Any]]:
     """Run the comparison for the parsed command line: (the results.json payload, the
     AgreementResult of every setup)."""
@@ -114,13 +165,14 @@ def run_agreement(args: Args) -> Tuple[Json, List[Any]]:
     setups = load_setups(args, st)
     per: List[Json] = []
     results: List[Any] = []
-    for s in setups:
-        js, res = _run_setup(args, st, s)
+    for k, s in enumerate(setups):
+        js, res = _run_setup(args, st, s, f"[{k + 1}/{len(setups)}]")
         per.append(js)
         results.append(res)
     across = across_datasets(results, [s.label for s in setups], args.rule, args.seed)
     return dict(command="agreement", argv=getattr(args, "argv", None), seed=args.seed,
-                settings=st, setups=per, across=across, versions=versions()), results
+                settings=st, setups=per, summary=pooled_summary(results), across=across,
+                versions=versions()), results
 
 
 def top_pairs(res: Any) -> List[Tuple[int, int, int]]:
@@ -141,12 +193,39 @@ def _verdict_rows(label: str, res: Any) -> List[List[str]]:
     rows = []
     for m, i, j in top_pairs(res):
         ex = res.explainers
+        tie = " (tie)" if res.ranks[m, i] == res.ranks[m, j] else ""
         rows.append([label, res.metrics[m] + (" (MC)" if res.monte_carlo[res.metrics[m]] else ""),
-                     ex[i], ex[j], _f(res.win_rate[m, i, j], ".2f"),
+                     ex[i], ex[j] + tie, _f(res.win_rate[m, i, j], ".2f"),
                      _f(res.flip_probability[m, i, j], ".3f"),
                      _f(res.rows_needed[m, i, j], ".0f").replace("inf", f">{res.n_rows}"),
                      _f(res.seed_flip_rate[m, i, j], ".2f")])
     return rows
+
+
+def _pooled_tables(sm: Json, setups: List[Json]) -> str:
+    """The pooled summary: rows needed and flips per metric, mean metric agreement, hard
+    rows."""
+    rows = [[p["metric"] + (" (MC)" if p["monte_carlo"] else ""), str(p["pairs"]),
+             "inf" if p["median_rows_needed"] == np.inf else _f(p["median_rows_needed"], ".0f"),
+             _f(p["settled_share"], ".0%"),
+             _f(p["mean_flip_probability"], ".3f"), _f(p["mean_seed_flip_rate"], ".3f"),
+             _f(p["mean_error_case_rate"], ".2f")] for p in sm["per_metric"]]
+    out = [f"\npooled over setups and the pairs of explainers other than {sm['baseline']!r}: "
+           "median rows needed (inf: not settled by all rows), share of pairs settled, mean "
+           "P(flip) on all rows, mean seed-flip rate, mean error-case rate",
+           text_table(["metric", "pairs", "rows needed", "settled", "P(flip)", "seed flips",
+                       "error cases"], rows),
+           "\nmetric agreement (share of explainer pairs with the same verdict), mean over "
+           "setups",
+           text_table(["metric"] + sm["metrics"],
+                      [[m] + [_f(v, ".2f") for v in np.asarray(sm["agreement"])[i]]
+                       for i, m in enumerate(sm["metrics"])]),
+           "\nhardest rows (1 - best PGI² / PG²(all); row positions among the explained rows)",
+           text_table(["setup", "median hardness", "hardest 5"],
+                      [[js["label"], _f(h["median_hardness"], ".2f"),
+                        ", ".join(f"{r} ({v:.2f})" for r, v in zip(h["rows"], h["hardness"]))]
+                       for js, h in zip(setups, sm["hardest"])], "lrl")]
+    return "\n".join(out)
 
 
 def agreement_tables(payload: Json, results: List[Any]) -> str:
@@ -156,6 +235,7 @@ def agreement_tables(payload: Json, results: List[Any]) -> str:
         js["label"], res)]
     parts.append(text_table(["setup", "metric", "best", "runner-up", "win rate", "P(flip)",
                              "rows needed", "seed flips"], rows, "llllrrrr"))
+    parts.append(_pooled_tables(payload["summary"], payload["setups"]))
     a = payload["across"]
     heat = np.asarray(a["heat_map"])
     parts.append(f"\nrank of each explainer per setup (mean of its ranks over the metrics, "
@@ -178,7 +258,7 @@ def agreement_tables(payload: Json, results: List[Any]) -> str:
 
 def _compact(o: Any) -> Any:
     """JSON-able copy of ``o``: arrays as lists, floats to 6 significant digits, NaN as None
-    (as AgreementResult.to_dict writes it)."""
+    and infinities as "inf" / "-inf" (as AgreementResult.to_dict writes them)."""
     if isinstance(o, dict):
         return {str(k): _compact(v) for k, v in o.items()}
     if isinstance(o, (list, tuple, np.ndarray)):
@@ -188,7 +268,11 @@ def _compact(o: Any) -> Any:
     if isinstance(o, (int, np.integer)):
         return int(o)
     if isinstance(o, (float, np.floating)):
-        return None if math.isnan(o) else float(f"{float(o):.6g}")
+        if math.isnan(o):
+            return None
+        if math.isinf(o):
+            return "inf" if o > 0 else "-inf"
+        return float(f"{float(o):.6g}")
     return o
 
 
@@ -207,7 +291,7 @@ def write_results(args: Args, payload: Json) -> str:
 def cmd_agreement(args: Args) -> int:
     """The ``agreement`` subcommand: run, print the tables, write the figures and results.json."""
     payload, results = run_agreement(args)
-    for js, res in zip(payload["setups"], results):
+    for js, res in zip(payload["setups"] if args.details or len(results) == 1 else [], results):
         m = js["model"]
         echo(f"\n== {js['label']}: {m.get('n_trees')} trees, {m.get('n_leaves'):,} leaves, "
              f"{m['score_name']} {m['score']:.3f}; {js['explained_rows']} rows explained")
@@ -217,14 +301,15 @@ def cmd_agreement(args: Args) -> int:
          "probability that the verdict on the mean differs; rows needed: fewest rows with "
          f"P(flip) < 5 %; seed flips: Monte Carlo verdicts that change with the seed "
          "(0 for exact metrics). See docs/agreement.md.")
-    if optional("matplotlib") is None:
+    matplotlib = optional("matplotlib")
+    if matplotlib is None:
         echo(f"figures skipped: matplotlib is not installed ({install_hint('matplotlib')}); "
              "the tables above and results.json are complete")
         payload["figures"] = []
     else:
         from .agreement_plots import plot_all
 
-        optional("matplotlib").use("Agg")
+        matplotlib.use("Agg")
         payload["figures"] = plot_all(args, payload, results)
     log(args, f"wrote {write_results(args, payload)}")
     return 0

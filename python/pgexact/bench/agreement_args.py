@@ -7,10 +7,8 @@ from typing import Any
 
 from .agreement import QUICK, cmd_agreement
 from .agreement_setup import EXPLAINERS
-from .data import DATASETS
 from .models import output_arg
 from .ranker_models import LIBRARIES
-from .truth import TRUTH_DATASETS
 
 __all__ = ["add_agreement"]
 
@@ -28,7 +26,7 @@ def _unit_float(s: str) -> float:
 def add_agreement(sub: Any, common: argparse.ArgumentParser) -> None:
     """Register the ``agreement`` subcommand on ``sub`` (``add_subparsers``' result)."""
     # cli.py imports this module; its argument types are read once it is loaded
-    from .cli import DATA_DIR_HELP, positive_float, positive_int
+    from .cli import positive_float, positive_int, truth_data_options
 
     q = QUICK
     p = sub.add_parser(
@@ -44,21 +42,7 @@ def add_agreement(sub: Any, common: argparse.ArgumentParser) -> None:
                     "subset of datasets and metrics differs from the verdict on all. Writes "
                     "results.json and PNGs into --out; see docs/agreement.md.",
     )
-    g = p.add_argument_group("data")
-    g.add_argument("--dataset", nargs="+", default=None, metavar="NAME",
-                   help=f"one or more of: with ground truth {', '.join(TRUTH_DATASETS)}; without "
-                        f"{', '.join(n for n in DATASETS if n != 'friedman')} (wine and housing "
-                        "from --data-dir) (default: friedman1)")
-    g.add_argument("--data-dir", default=None, metavar="DIR", help=DATA_DIR_HELP)
-    g.add_argument("--data", default=None, metavar="CSV",
-                   help="your own CSV (regression, no ground truth), in addition to --dataset; "
-                        "needs --target")
-    g.add_argument("--target", default=None, metavar="COLUMN", help="target column of --data")
-    g.add_argument("--n-samples", type=positive_int, default=None, metavar="N",
-                   help=f"rows generated for a ground-truth dataset (default: 2000; --quick: "
-                        f"{q['n_samples']})")
-    g.add_argument("--features", type=positive_int, default=10, metavar="D",
-                   help="features of a ground-truth dataset (default: %(default)s)")
+    g = truth_data_options(p, q["n_samples"], several=True)
     g.add_argument("--standardise", action="store_true",
                    help="with --model-file: standardise the features (off by default there)")
     g.add_argument("--no-standardise", action="store_true",
@@ -102,6 +86,9 @@ def add_agreement(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="cross-dataset verdict of a pair on a set of (dataset, metric) cells: "
                         "the sign of the mean rank difference, or the majority of cells "
                         "(default: %(default)s)")
+    g.add_argument("--details", action="store_true",
+                   help="print every setup's full summary (every pair, every metric); by "
+                        "default only with a single setup")
     g.add_argument("--quick", action="store_true",
                    help="tiny settings (seconds): 10 trees and the --quick defaults above")
     p.set_defaults(func=cmd_agreement)

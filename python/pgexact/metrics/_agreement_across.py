@@ -211,7 +211,8 @@ def _winner_flips(ranks: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray
 
     def best(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
         mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.inf)
-        return mean <= mean.min(axis=-1, keepdims=True) + _TIE
+        out: np.ndarray = mean <= mean.min(axis=-1, keepdims=True) + _TIE
+        return out
 
     full = best(Rz.sum(axis=(0, 1)), have.sum(axis=(0, 1)))
     sub = best(np.einsum("sd,dmk,sm->sk", A, Rz, B), np.einsum("sd,dmk,sm->sk", A, have, B))
