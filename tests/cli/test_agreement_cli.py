@@ -151,6 +151,13 @@ def test_model_file_on_a_users_csv(tmp_path):
     assert not any(m.startswith("truth") for m in s["agreement"]["metrics"])
     perm = np.array(s["agreement"]["mean_scores"], dtype=float)
     assert np.isfinite(perm[s["agreement"]["metrics"].index("pgi2")]).all()
+    # the CSV next to a built-in dataset, each with a model trained here
+    out2 = tmp_path / "both"
+    assert main(["agreement", *SMALL, "--dataset", "diabetes", "--data",
+                 str(tmp_path / "mine.csv"), "--target", "y", "--explainers", "gain", "random",
+                 "--out", str(out2)]) == 0
+    res = json.loads((out2 / "results.json").read_text(encoding="utf-8"))
+    assert [s["label"] for s in res["setups"]] == ["diabetes/xgboost", "mine/xgboost"]
 
 
 def test_without_matplotlib_still_tables_and_json(tmp_path, capsys, monkeypatch):

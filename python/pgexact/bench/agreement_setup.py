@@ -100,7 +100,10 @@ def load_setups(args: Args, st: Json) -> List[Setup]:
     recipe = model_recipe(st["quick"])
     out = []
     for name in names:
-        truth = load_truth(_one(args, dataset=name), n=st["n_samples"], d=args.features)
+        # one dataset at a time: a name, or (None) the CSV of --data
+        ns = _one(args, dataset=name) if name is None else _one(args, dataset=name, data=None,
+                                                                  target=None)
+        truth = load_truth(ns, n=st["n_samples"], d=args.features)
         gt = truth.importances
         if gt is None and truth.relevant is not None:  # only the relevant set is known
             gt = np.zeros(truth.data.d)
