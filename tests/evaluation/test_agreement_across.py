@@ -179,7 +179,7 @@ def test_kendall_w_is_friedmans_chi_square_over_m_n_minus_1():
 
 def test_kendall_w_null_mean_is_one_over_m_by_enumeration():
     """Under independent uniformly random rankings E[W] = 1/m: every one of (n!)^m tables."""
-    m, n = 3, 4
+    m, n = 4, 3
     perms = [np.array(p, dtype=float) for p in permutations(range(1, n + 1))]
     ws = [kendall_w(np.stack(rows)) for rows in product(perms, repeat=m)]
     assert np.mean(ws) == pytest.approx(1 / m, rel=1e-12)
