@@ -86,12 +86,12 @@ def median_split_agreement(Y: np.ndarray) -> np.ndarray:
     Parameters
     ----------
     Y : numpy.ndarray of shape (n, k)
-        Oriented per-row scores (higher is better), NaN where undefined.
+        The rows' scores, higher is better (a lower-is-better metric negated); NaN: undefined.
 
     Returns
     -------
     numpy.ndarray of shape (k, k), float64
-        Over the rows where both are defined; NaN when there is none.
+        The share over the rows where both are defined; NaN when there is none.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column has no median
