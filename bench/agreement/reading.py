@@ -67,10 +67,10 @@ def exact_vs_mc(res: Dict[str, Any], baseline: str = "random") -> None:
           f"{len(N)} pairs without {baseline!r}:")
     print(f"  settled by both {int(np.sum(fe & fm))}, exact only {int(np.sum(fe & ~fm))}, "
           f"MC only {int(np.sum(~fe & fm))}, neither {int(np.sum(~fe & ~fm))}")
+    q75 = np.percentile(both, 75, axis=0)
     print(f"  where both settle: MC needs more rows on {np.mean(both[:, 1] > both[:, 0]):.0%}, "
           f"fewer on {np.mean(both[:, 1] < both[:, 0]):.0%}; mean ratio "
-          f"{np.mean(both[:, 1] / both[:, 0]):.2f}; 75th percentile {np.percentile(both[:, 0], 75):g} "
-          f"vs {np.percentile(both[:, 1], 75):g} rows")
+          f"{np.mean(both[:, 1] / both[:, 0]):.2f}; 75th percentile {q75[0]:g} vs {q75[1]:g} rows")
     sf = np.asarray(seed_flips)
     flips = sf[sf[:, 0] > 0]
     print(f"  verdict on all rows differs on {np.mean(differ):.1%} of pairs; seed flips on "
@@ -112,8 +112,9 @@ def subset_flips(res: Dict[str, Any], baseline: str = "random") -> None:
         Rd = np.stack([np.nanmean(R[r], axis=0) for r in rows])
     for what, T in (("setups", R), ("datasets (families averaged)", Rd)):
         f = subset_flip_probability(T, seed=res["seed"])
-        print(f"\nwithout {baseline!r}, over {what}: Kendall's W {kendall_w(dataset_ranks(T)):.2f}; "
-              "P(pairwise flip) [P(winner flips)], rows: size of the subset, columns: metrics 1..")
+        w = kendall_w(dataset_ranks(T))
+        print(f"\nwithout {baseline!r}, over {what}: Kendall's W {w:.2f}; P(pairwise flip) "
+              "[P(winner flips)], rows: size of the subset, columns: metrics 1..")
         for d in range(T.shape[0]):
             print(f"  {d + 1:2d}  " + "  ".join(f"{p:.2f} [{w:.2f}]" for p, w in
                                                  zip(f["mean"][d], f["winner"][d])))
@@ -136,11 +137,12 @@ def hard_rows(res: Dict[str, Any]) -> None:
         out = []
         for x, p in enumerate(labs):
             for q in labs[x + 1:]:
-                hp, hq = arr(by[p]["agreement"]["hardness"]), arr(by[q]["agreement"]["hardness"])
+                ap, aq = by[p]["agreement"], by[q]["agreement"]
+                hp, hq = arr(ap["hardness"]), arr(aq["hardness"])
                 ok = np.isfinite(hp) & np.isfinite(hq)
-                top = set(by[p]["agreement"]["hardest_rows"]) & set(by[q]["agreement"]["hardest_rows"])
-                out.append(f"{p.split('/')[1]}-{q.split('/')[1]} {spearmanr(hp[ok], hq[ok])[0]:+.2f}"
-                           f" / {len(top)}")
+                top = set(ap["hardest_rows"]) & set(aq["hardest_rows"])
+                rho = spearmanr(hp[ok], hq[ok])[0]
+                out.append(f"{p.split('/')[1]}-{q.split('/')[1]} {rho:+.2f} / {len(top)}")
         print(f"  {name:15s} ({n[labs[0]]} rows, chance overlap {100 / n[labs[0]]:.1f}): "
               + "; ".join(out))
 

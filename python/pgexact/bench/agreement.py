@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from pgexact._optional import install_hint, optional
+from pgexact.metrics import agreement
 from pgexact.metrics._agreement_across import (cell_ranks, dataset_ranks, kendall_w,
                                                pair_verdicts, subset_flip_probability)
 
@@ -50,23 +51,14 @@ def _settings(args: Args) -> Json:
                 explainers=list(dict.fromkeys(args.explainers)))
 
 
-def _agreement_function() -> Any:
-    try:
-        from pgexact.metrics import agreement
-    except ImportError:  # pragma: no cover - only while the library half is being written
-        raise UsageError("pgexact.metrics.agreement is not available in this build") from None
-    return agreement
-
-
 def _run_setup(args: Args, st: Json, s: Setup, where: str) -> Tuple[Json, Any]:
     """Explain the setup's rows with every explainer and score them: (its JSON, the
     AgreementResult)."""
-    agreement = _agreement_function()
     log(args, f"{where} {s.label}: explaining {s.X.shape[0]} rows with {len(st['explainers'])} "
               "explainers ...")
     explanations, seconds = explain(s, st["explainers"], args, st)
-    log(args, f"{where} {s.label}: scoring ({st['bootstraps']} bootstraps, {st['seeds']} Monte Carlo "
-              f"seeds of {st['mc_samples']} samples) ...")
+    log(args, f"{where} {s.label}: scoring ({st['bootstraps']} bootstraps, {st['seeds']} Monte "
+              f"Carlo seeds of {st['mc_samples']} samples) ...")
     kw: Json = dict(ground_truth=s.ground_truth, sigma=args.sigma, n_samples=st["mc_samples"],
                     n_seeds=st["seeds"], n_bootstraps=st["bootstraps"], level=args.level,
                     seed=args.seed, threads=args.n_jobs, progress=call_progress(args))

@@ -50,8 +50,9 @@ def _annotated(ax: Any, M: np.ndarray, xlabels: Sequence[str], ylabels: Sequence
 
 
 def plot_matrix_grid(mats: Sequence[np.ndarray], titles: Sequence[str],
-                     labels: Sequence[Sequence[str]], suptitle: str, *, vmin: float = 0.0, vmax: float = 1.0,
-                     cmap: str = "RdBu", fmt: str = ".2f", ncols: int = 4) -> Any:
+                     labels: Sequence[Sequence[str]], suptitle: str, *, vmin: float = 0.0,
+                     vmax: float = 1.0, cmap: str = "RdBu", fmt: str = ".2f",
+                     ncols: int = 4) -> Any:
     """Square matrices side by side, one panel each, on one colour scale (win matrices:
     row beats column on that share of rows; metric agreement); ``labels[p]`` names panel p's
     rows and columns."""
@@ -170,10 +171,11 @@ def plot_all(args: Args, payload: Json, results: List[Any]) -> List[str]:
     out.append(save(plot_flip_curves(sizes, curves, curve_labels, labels,
                                      "Bootstrap flip probability of each metric's best vs "
                                      "runner-up, by rows"), "flip_by_rows.png"))
+    lowest = min(float(np.nanmin(r.metric_agreement)) for r in results)
     out.append(save(plot_matrix_grid(
-        [np.asarray(r.metric_agreement) for r in results], labels, [list(r.metrics) for r in results],
-        "Metric agreement (see docs/agreement.md)", vmin=-1.0 if min(
-            float(np.nanmin(r.metric_agreement)) for r in results) < 0 else 0.0,
+        [np.asarray(r.metric_agreement) for r in results], labels,
+        [list(r.metrics) for r in results], "Metric agreement (see docs/agreement.md)",
+        vmin=-1.0 if lowest < 0 else 0.0,
         ncols=3), "metric_agreement.png"))
     w: Optional[float] = a["kendall_w"]
     out.append(save(plot_heat_map(
