@@ -30,6 +30,13 @@ Subcommands (each prints a readable table and writes ``results.json`` into ``--o
     user's attributions) judged as feature-selection benchmarks judge them — R² / log loss
     against a known ground truth, top-k precision/recall, stability over bootstrap refits,
     validation curves, run time — next to their exact PGI² and PGU² (four PNGs).
+``agreement``
+    Which explainer is most faithful, and how sure is that verdict: several explainers scored
+    per row by exact and Monte Carlo metrics (:func:`pgexact.metrics.agreement`) on one or more
+    datasets x model families — win rates, bootstrap flip probabilities, rows needed, seed
+    flips, metric agreement, hard rows — and across datasets the dataset x explainer rank heat
+    map and how often a verdict on a random subset of datasets and metrics differs from the
+    verdict on all of them (:mod:`pgexact.metrics._agreement_across`).
 
 Data (``--dataset`` diabetes / friedman / wine / housing, or ``--data CSV --target COLUMN``) is
 split 80:20 and standardised with the training statistics; models are XGBoost regressors
@@ -40,7 +47,8 @@ Layout: :mod:`~pgexact.bench.cli` parses the arguments (also ``python -m pgexact
 module per subcommand (``accuracy``, ``ranking``, ``conciseness``, ``speed``, ``demo``,
 ``paper``, ``rankers`` with :mod:`~pgexact.bench.truth` (ground-truth datasets),
 :mod:`~pgexact.bench.ranker_models` (models and rankers) and
-:mod:`~pgexact.bench.ranker_plots`) runs it, prints its table and draws its figure; :mod:`~pgexact.bench.report` writes
+:mod:`~pgexact.bench.ranker_plots`, ``agreement`` with ``agreement_args`` (its options),
+``agreement_setup`` (setups and explainers) and ``agreement_plots``) runs it, prints its table and draws its figure; :mod:`~pgexact.bench.report` writes
 REPORT.md with the paper authors' numbers from ``paper_reference.json``
 (:mod:`~pgexact.bench.reference`); :mod:`~pgexact.bench.common` holds the shared helpers.
 Input problems a user can fix raise :class:`~pgexact.bench.common.UsageError`, which

@@ -9,6 +9,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .accuracy import cmd_accuracy
+from .agreement_args import add_agreement
 from .common import PROG, UsageError
 from .conciseness import cmd_conciseness
 from .data import DATASETS
@@ -21,7 +22,8 @@ from .ranking import cmd_ranking
 from .truth import TRUTH_DATASETS
 from .speed import cmd_speed
 
-__all__ = ["build_parser", "main", "n_jobs_arg", "positive_float", "positive_int"]
+__all__ = ["build_parser", "main", "n_jobs_arg", "positive_float", "positive_int",
+           "truth_data_options"]
 
 #: --data-dir's help, the same for every subcommand that reads the paper's datasets
 DATA_DIR_HELP = ("directory with winequality_red.csv and california_housing.csv (default: "
@@ -251,6 +253,32 @@ def _add_paper(sub: Subparsers, common: argparse.ArgumentParser,
     p.set_defaults(func=cmd_paper)
 
 
+def truth_data_options(p: argparse.ArgumentParser, quick_samples: int, *,
+                       several: bool) -> Any:
+    """The data group of ``rankers`` and ``agreement``: a ground-truth generator or real data
+    (``--dataset``; several at once when ``several``), ``--data CSV --target``, the generators'
+    ``--n-samples`` and ``--features``. Returns the group."""
+    g = p.add_argument_group("data")
+    real = ", ".join(n for n in DATASETS if n != "friedman")
+    g.add_argument("--dataset", nargs="+" if several else None, default=None, metavar="NAME",
+                   help=f"{'one or more of: ' if several else ''}with ground truth: "
+                        f"{', '.join(TRUTH_DATASETS)} (default: friedman1; friedman is the "
+                        f"same); without: {real} (wine and housing from --data-dir)")
+    g.add_argument("--data-dir", default=None, metavar="DIR",
+                   help=DATA_DIR_HELP)
+    g.add_argument("--data", default=None, metavar="CSV",
+                   help="your own CSV (regression, no ground truth) "
+                        f"{'in addition to' if several else 'instead of'} --dataset; "
+                        "needs --target")
+    g.add_argument("--target", default=None, metavar="COLUMN", help="target column of --data")
+    g.add_argument("--n-samples", type=positive_int, default=None, metavar="N",
+                   help=f"rows generated for a ground-truth dataset (default: 2000; --quick: "
+                        f"{quick_samples})")
+    g.add_argument("--features", type=positive_int, default=10, metavar="D",
+                   help="features of a ground-truth dataset (default: %(default)s)")
+    return g
+
+
 def _add_rankers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
     """The ``rankers`` subcommand."""
     p = sub.add_parser(
@@ -264,23 +292,7 @@ def _add_rankers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
                     "PGI2/PGU2, and run time per row. Writes results.json, X_test.npy and four "
                     "PNGs into --out.",
     )
-    g = p.add_argument_group("data")
-    g.add_argument("--dataset", default=None, metavar="NAME",
-                   help=f"with ground truth: {', '.join(TRUTH_DATASETS)} (default: friedman1); "
-                        f"(friedman is the same); without: "
-                        f"{', '.join(n for n in DATASETS if n != 'friedman')} (wine and housing "
-                        "from --data-dir)")
-    g.add_argument("--data-dir", default=None, metavar="DIR",
-                   help=DATA_DIR_HELP)
-    g.add_argument("--data", default=None, metavar="CSV",
-                   help="your own CSV (regression, no ground truth) instead of --dataset; "
-                        "needs --target")
-    g.add_argument("--target", default=None, metavar="COLUMN", help="target column of --data")
-    g.add_argument("--n-samples", type=positive_int, default=None, metavar="N",
-                   help=f"rows generated for a ground-truth dataset (default: 2000; --quick: "
-                        f"{QUICK['n_samples']})")
-    g.add_argument("--features", type=positive_int, default=10, metavar="D",
-                   help="features of a ground-truth dataset (default: %(default)s)")
+    truth_data_options(p, QUICK["n_samples"], several=False)
     g = p.add_argument_group("model and rankers")
     g.add_argument("--library", choices=LIBRARIES, default="xgboost",
                    help="model family: 40 trees of depth 4, learning rate 0.3, regressor or "
@@ -324,6 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_speed(sub, common, data, speed)
     _add_paper(sub, common, speed)
     _add_rankers(sub, common)
+    add_agreement(sub, common)
     return parser
 
 

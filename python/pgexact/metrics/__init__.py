@@ -9,15 +9,19 @@
 >>> metrics.stability(Z)                          # Nogueira et al. (2018), Z: (B, d) 0/1 selections
 >>> metrics.importance_r2(imp, truth)             # fseval's scores against ground truth
 >>> metrics.validation_curve(fit_score, imp)      # retrain on the top k, k = 1..d
+>>> metrics.agreement(model, X, {"shap": phi, "greedy": R})  # which explainer, and how sure
 
 Only numpy is needed at import; shap and pandas are imported by the functions that use them.
 The ranking statistics live in ``_ranking_stats`` (numpy only), the comparisons with SHAP in
 ``_comparison``, the feature-selection benchmark metrics (ground truth, stability, validation
-curve) in ``_selection_metrics``; this module is their public face.
+curve) in ``_selection_metrics``, the comparison of explainers across metrics and rows
+(:func:`agreement`, :class:`AgreementResult`; docs/agreement.md) in ``_agreement`` with its
+statistics in ``_agreement_stats``; this module is their public face.
 """
 
 from __future__ import annotations
 
+from ._agreement import AgreementResult, agreement
 from ._comparison import compare, shap_ranking, shap_values
 from ._ranking_stats import conciseness, global_scores, nmae, rank_counts
 from ._selection_metrics import (curve_area, holdout_scorer, importance_log_loss, importance_r2,
@@ -28,4 +32,5 @@ from ._selection_metrics import (curve_area, holdout_scorer, importance_log_loss
 __all__ = ["nmae", "shap_ranking", "shap_values", "global_scores", "conciseness", "compare",
            "rank_counts", "stability", "stability_interval", "importance_r2",
            "importance_log_loss", "importance_variance", "normalize_importances", "top_k_mask",
-           "top_k_precision_recall", "validation_curve", "holdout_scorer", "curve_area"]
+           "top_k_precision_recall", "validation_curve", "holdout_scorer", "curve_area",
+           "agreement", "AgreementResult"]
