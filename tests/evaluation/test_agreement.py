@@ -47,7 +47,7 @@ def setup():
 def result(setup):
     model, X, explanations = setup
     return metrics.agreement(model, X, explanations, ground_truth=TRUTH, n_samples=32,
-                             n_seeds=5, n_bootstraps=200, seed=3, threads=NTHREAD)
+                             n_seeds=5, n_bootstraps=200, seed=3, n_jobs=NTHREAD)
 
 
 def _ranking(value):
@@ -192,7 +192,7 @@ def test_similarity_is_spearman_and_median_split_of_the_scores(result):
 def test_exact_metrics_never_flip_with_the_seed(setup, result):
     model, X, explanations = setup
     other = metrics.agreement(model, X, explanations, metrics=("pgi2", "pgu2", "infidelity"),
-                              n_seeds=5, n_bootstraps=20, seed=11, threads=NTHREAD)
+                              n_seeds=5, n_bootstraps=20, seed=11, n_jobs=NTHREAD)
     for a, metric in enumerate(other.metrics):
         b = result.metrics.index(metric)
         np.testing.assert_array_equal(other.scores[a], result.scores[b])  # no seed in them
@@ -210,7 +210,7 @@ def test_monte_carlo_flip_rate_falls_as_the_sample_count_grows(setup):
     for n_samples in (1, 4, 64):
         res = metrics.agreement(model, X[:20], close, metrics=("pgi2", "pgi_mc", "pgi2_mc"),
                                 n_samples=n_samples, n_seeds=30, n_bootstraps=20, top_k=1.0,
-                                threads=NTHREAD)
+                                n_jobs=NTHREAD)
         off = ~np.eye(3, dtype=bool)
         assert np.all(res.seed_flip_rate[0][off] == 0)
         rates.append(res.seed_flip_rate[1:][:, off].mean())
@@ -255,7 +255,7 @@ def test_a_dataframe_with_reordered_columns_gives_the_same_scores(setup, result)
     ex_plain = {"shap": phi, "order": np.array([4, 3, 2, 1, 0])}
     ex_perm = {"shap": phi[:, perm], "order": np.argsort(perm)[np.array([4, 3, 2, 1, 0])]}
     kw = dict(metrics=("pgi2", "pgu2", "infidelity", "pgi2_mc"), n_seeds=2, n_bootstraps=10,
-              n_samples=8, threads=NTHREAD)
+              n_samples=8, n_jobs=NTHREAD)
     plain = metrics.agreement(model, X, ex_plain, **kw)
     moved = metrics.agreement(model, frame, ex_perm, **kw)
     np.testing.assert_allclose(moved.scores, plain.scores, rtol=1e-12)
@@ -265,7 +265,7 @@ def test_progress_true_shows_one_bar(setup, capsys):
     pytest.importorskip("tqdm")
     model, X, explanations = setup
     metrics.agreement(model, X, explanations, metrics=("pgi2",), n_bootstraps=5,
-                      progress=True, threads=NTHREAD)
+                      progress=True, n_jobs=NTHREAD)
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("agreement") >= 1 and "pg2_curve" not in captured.err
 
@@ -303,10 +303,10 @@ def test_errors_name_the_argument(setup, kwargs, error, start):
 def test_explicit_metrics_are_kept_with_a_ground_truth(setup):
     model, X, explanations = setup
     res = metrics.agreement(model, X, explanations, metrics=("pgi2",), ground_truth=TRUTH > 0,
-                            n_bootstraps=5, threads=NTHREAD)
+                            n_bootstraps=5, n_jobs=NTHREAD)
     assert res.metrics == ("pgi2",)
     res = metrics.agreement(model, X, explanations, metrics=("truth_topk",),
-                            ground_truth=TRUTH > 0, n_bootstraps=5, threads=NTHREAD)
+                            ground_truth=TRUTH > 0, n_bootstraps=5, n_jobs=NTHREAD)
     assert res.metrics == ("truth_topk",) and np.all(res.seed_flip_rate[0][0, 1:] == 0)
 
 
@@ -319,7 +319,7 @@ def test_a_model_split_by_category_has_no_infidelity_but_every_other_score():
                              tree_method="hist", nthread=NTHREAD).fit(X, y)
     rows = X.iloc[:8]
     res = metrics.agreement(model, rows, {"x": np.array([[1.0, 0.5, 0.2]] * 8), "y": np.array([2, 0, 1])},
-                            n_seeds=1, n_bootstraps=10, n_samples=4, threads=NTHREAD)
+                            n_seeds=1, n_bootstraps=10, n_samples=4, n_jobs=NTHREAD)
     assert np.all(np.isnan(_score(res, "infidelity")))
     assert any("additive noise" in note for note in res.notes)
     for metric in ("pgi2", "pgu2", "pgi_mc", "pgi2_mc"):

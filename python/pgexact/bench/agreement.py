@@ -61,7 +61,7 @@ def _run_setup(args: Args, st: Json, s: Setup, where: str) -> Tuple[Json, Any]:
               f"Carlo seeds of {st['mc_samples']} samples) ...")
     kw: Json = dict(ground_truth=s.ground_truth, sigma=args.sigma, n_samples=st["mc_samples"],
                     n_seeds=st["seeds"], n_bootstraps=st["bootstraps"], level=args.level,
-                    seed=args.seed, threads=args.n_jobs, progress=call_progress(args))
+                    seed=args.seed, n_jobs=args.n_jobs, progress=call_progress(args))
     if args.metrics:
         kw["metrics"] = tuple(args.metrics)
     try:

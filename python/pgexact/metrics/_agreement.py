@@ -204,7 +204,7 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
               ground_truth: Optional[ArrayLike] = None, sigma: SigmaLike = 0.3,
               noise: NoiseLike = "normal", n_samples: int = 100, n_seeds: int = 20,
               n_bootstraps: int = 1000, level: float = 0.95, seed: Optional[int] = 0,
-              output: OutputLike = None, threads: Optional[int] = None,
+              output: OutputLike = None, n_jobs: Optional[int] = None,
               progress: Optional[bool] = None, top_k: Union[float, int] = 0.25,
               n_hardest: int = 10) -> AgreementResult:
     """Score explainers with several faithfulness metrics and say how far each verdict holds.
@@ -250,8 +250,9 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
         Coverage of the bootstrap intervals.
     seed : int or None, default 0
         Seeds the resamples and the Monte Carlo metrics (None: drawn once, kept in settings).
-    output, threads : optional
-        The output column (one at a time) and the threads (``n_jobs``) of the library calls.
+    output, n_jobs : optional
+        The output column (one at a time) and the threads of the library calls, as in
+        :func:`pgexact.pg2`.
     progress : bool, optional
         True: one bar over the evaluations; None or False: passed on to every call.
     top_k : float or int, default 0.25
@@ -284,7 +285,7 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
     explainers = _explainers(explanations, n, d, order)
     truth = _ground_truth(ground_truth, d, metrics_)
 
-    exact: Dict[str, Any] = dict(sigma=sigma, noise=noise, n_jobs=threads)
+    exact: Dict[str, Any] = dict(sigma=sigma, noise=noise, n_jobs=n_jobs)
     mc_metrics = [m for m in metrics_ if METRICS[m][1]]
     runs = n_seeds
     bar = _Bar(progress, len(explainers) * (1 + ("pgu2" in metrics_) + ("infidelity" in metrics_)
@@ -307,10 +308,10 @@ def agreement(model: ModelLike, X: ArrayLike, explanations: Mapping[str, ArrayLi
             a = ex.attributions if ex.attributions is not None else _pseudo(ex.ranking)
             out = openxai.pgi(model, X_runs, np.tile(a, (runs, 1)), k=top_k, sigma=sigma,
                               noise=noise, output=output, n_samples=n_samples, seed=seed,
-                              n_jobs=threads, progress=bar.inner)
+                              n_jobs=n_jobs, progress=bar.inner)
         else:
             out = mc.pgi2(model, X_runs, np.tile(ex.ranking, (runs, 1)), sigma=sigma, noise=noise, output=output,
-                          n_samples=n_samples, seed=seed, n_jobs=threads, progress=bar.inner)
+                          n_samples=n_samples, seed=seed, n_jobs=n_jobs, progress=bar.inner)
         return np.asarray(out).reshape(runs, n)
 
     try:
