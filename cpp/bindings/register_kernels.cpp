@@ -104,23 +104,24 @@ void register_kernels(py::module_& m) {
   m.def(
       "greedy_rank",
       [](const Arena& a, const CArray<double>& X, const Noise& noise, int n_threads, Pruning kernel,
-         const py::object& progress) {
+         const py::object& progress, double tol) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         const std::int64_t d = a.n_features;
         check_noise(a, noise);
+        check_tol(tol);
         py::array_t<std::int64_t> ranking({n, d});
         py::array_t<double> curve({n, d});
         const double* x = X.data();
         std::int64_t* r = ranking.mutable_data();
         double* c = curve.mutable_data();
         run_interruptible([&](RunControl* control) {
-          greedy_rank_batch(a, noise, x, n, n_threads, kernel, r, c, control);
+          greedy_rank_batch(a, noise, x, n, n_threads, kernel, r, c, control, tol);
         }, progress);
         return py::make_tuple(ranking, curve);
       },
       py::arg("arena"), py::arg("X"), py::arg("perturbation"), py::arg("n_threads") = 0,
-      py::arg("kernel") = Pruning::Full, py::arg("progress") = py::none());
+      py::arg("kernel") = Pruning::Full, py::arg("progress") = py::none(), py::arg("tol") = kDefaultTolerance);
 
   m.def(
       "expected",

@@ -308,7 +308,7 @@ def _attributions(rows: _Rows, attributions: Any, order: ColumnOrder) -> None:
 
 
 #: the functions with a ``tol`` (:mod:`pgexact._exact._tolerance`)
-_TAKES_TOL = ("pg2", "pg2_curve", "pgi2", "pgu2")
+_TAKES_TOL = ("pg2", "pg2_curve", "pgi2", "pgu2", "rank")
 
 
 def _build(func: str, model: Any, X: Any, *, sigma: Any, noise: Any, n_jobs: Any,
@@ -399,10 +399,10 @@ def pgu2(model: Any, X: Any, ranking: Any = None, *, attributions: Any = None, s
 
 def rank(model: Any, X: Any, *, sigma: Any = 0.3, noise: Any = "normal",
          n_jobs: Optional[int] = 1, output: Optional[int] = None,
-        progress: Optional[bool] = None) -> da.Array:
+         progress: Optional[bool] = None, tol: Optional[float] = None) -> da.Array:
     """Lazy :func:`pgexact.rank`: the greedy PG² ranking per row, (n, d) int64."""
     return _build("rank", model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
-                  progress=progress)
+                  progress=progress, tol=tol)
 
 
 def expected(model: Any, X: Any, features: Any, *, sigma: Any = 0.3, noise: Any = "normal",

@@ -145,6 +145,7 @@ def _cases(per_row):
         ("pg2_curve", (r,), {"tol": 1e-6}),
         ("pgi2", (fixed,), {"tol": 1e-3}),
         ("pgu2", (), {"attributions": a, "tol": 0.1}),
+        ("rank", (), {"tol": 1e-3}),
     ]
 
 
@@ -152,7 +153,7 @@ def _materialise(v):
     return v.compute(scheduler="sync") if isinstance(v, da.Array) else v
 
 
-@pytest.mark.parametrize("case", range(23))
+@pytest.mark.parametrize("case", range(24))
 def test_equals_in_memory(client, model, X, per_row, case):
     name, args, kw = _cases(per_row)[case]
     dx = da.from_array(X, chunks=CHUNKS)

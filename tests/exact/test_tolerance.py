@@ -124,11 +124,59 @@ def test_random_models(seed, depth, sigma, tol):
     (-1e-3, ValueError, "tol: must be in [0, 1)"), (1.0, ValueError, "tol: must be in [0, 1)"),
     (float("nan"), ValueError, "tol: must be in [0, 1)"), ("1e-6", TypeError, "tol: expected a number"),
     (True, TypeError, "tol: expected a number")])
-@pytest.mark.parametrize("fn", ["pg2", "pg2_curve", "pgi2", "pgu2"])
+@pytest.mark.parametrize("fn", ["pg2", "pg2_curve", "pgi2", "pgu2", "rank"])
 def test_tol_is_checked(deep, bad, error, start, fn):
     ens, X = deep
     args = {"pg2": ([0, 1],), "pg2_curve": (np.arange(ens.n_features),),
-            "pgi2": (np.arange(ens.n_features),), "pgu2": (np.arange(ens.n_features),)}[fn]
+            "pgi2": (np.arange(ens.n_features),), "pgu2": (np.arange(ens.n_features),),
+            "rank": ()}[fn]
     with pytest.raises(error) as info:
         getattr(pgexact, fn)(ens, X[:3], *args, progress=False, tol=bad)
     assert str(info.value).startswith(start)
+
+
+@pytest.mark.parametrize("tol", [1e-8, 1e-3, 0.3])
+def test_greedy_ranking_is_exact_whatever_tol(deep, tol, monkeypatch):
+    """rank(tol=) drops leaves in its steps but keeps a choice only where it is certain, so the
+    ranking is the unpruned one; its curve (and pgi2 / pgu2 without a ranking) within tol."""
+    from pgexact._exact._api import rank_with_curve
+
+    ens, X = deep
+    rows = X[:30]
+    monkeypatch.setenv("PGEXACT_LEAF_PRUNING", "0")
+    exact_rank, exact_curve = rank_with_curve(ens, rows, sigma=0.05, n_jobs=1, progress=False)
+    monkeypatch.delenv("PGEXACT_LEAF_PRUNING")
+    ranking, curve = rank_with_curve(ens, rows, sigma=0.05, n_jobs=1, progress=False, tol=tol)
+    np.testing.assert_array_equal(ranking, exact_rank)
+    _within(curve, exact_curve, tol)
+    np.testing.assert_array_equal(pgexact.rank(ens, rows, sigma=0.05, progress=False, tol=tol),
+                                  exact_rank)
+    _within(pgexact.pgi2(ens, rows, sigma=0.05, progress=False, tol=tol), exact_curve.mean(axis=1),
+            tol)
+    _within(pgexact.pgu2(ens, rows, sigma=0.05, progress=False, tol=tol),
+            pgexact.pgu2(ens, rows, exact_rank, sigma=0.05, progress=False, tol=0.0), tol)
+
+
+def test_a_loose_tolerance_drops_leaves_in_the_greedy_steps(deep):
+    from pgexact._exact._api import rank_with_curve
+
+    ens, X = deep
+    rows = X[:30]
+    _, exact = rank_with_curve(ens, rows, sigma=0.05, n_jobs=1, progress=False, tol=0.0)
+    _, loose = rank_with_curve(ens, rows, sigma=0.05, n_jobs=1, progress=False, tol=0.2)
+    assert np.max(np.abs(loose - exact) / exact) > 1e-9
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), depth=st.integers(2, 9), sigma=st.floats(0.01, 2.0),
+       tol=st.sampled_from([1e-8, 1e-3, 0.5]))
+def test_greedy_random_models(seed, depth, sigma, tol):
+    from pgexact._exact._api import rank_with_curve
+
+    ens, X = _deep_model(seed, d=4, n_trees=5, depth=depth)
+    rows = X[np.random.default_rng(seed).integers(0, X.shape[0], 9)]
+    exact = rank_with_curve(ens, rows, sigma=sigma, n_jobs=1, progress=False, tol=0.0)
+    got = rank_with_curve(ens, rows, sigma=sigma, n_jobs=1, progress=False, tol=tol)
+    np.testing.assert_array_equal(got[0], exact[0])
+    _within(got[1], exact[1], tol)
+

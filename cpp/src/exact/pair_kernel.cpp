@@ -418,10 +418,9 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
 }  // namespace
 
 void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,
-                       std::int64_t* ranking_out, double* curve_out, RunControl* control) {
+                       std::int64_t* ranking_out, double* curve_out, RunControl* control, double tol) {
   check_features(a);
-  greedy_rank_pairs_impl(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control,
-                         prune_budget(kDefaultTolerance));
+  greedy_rank_pairs_impl(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, prune_budget(tol));
 }
 
 }  // namespace pgexact

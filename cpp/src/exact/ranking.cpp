@@ -27,14 +27,14 @@ void rank_the_rest(const std::uint8_t* chosen, std::int64_t d, std::int64_t step
 
 void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                        int n_threads, Pruning pruning, std::int64_t* ranking_out, double* curve_out,
-                       RunControl* control) {
+                       RunControl* control, double tol) {
   noise.validate(a.n_features);
   if (a.n_outputs != 1) throw std::invalid_argument("output: kernels need a single-output model");
   check_values(a);
   const std::int64_t d = a.n_features;
   const auto du = static_cast<std::size_t>(d);
   if (pruning == Pruning::Full && pairs_apply(a)) {
-    greedy_rank_pairs(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control);
+    greedy_rank_pairs(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, tol);
     return;
   }
   if (noise.has_categorical() && pruning != Pruning::None) throw std::invalid_argument(categorical_unsupported());

@@ -13,7 +13,7 @@ import numpy as np
 from ._kernels import PreparedCall
 from ._per_output import per_output, stack_outputs
 from ._prepare import prepare_calls
-from ._tolerance import as_tol
+from ._tolerance import DEFAULT_TOL, as_tol
 from .._typing import ArrayLike, FloatArray, IntArray, ModelLike, NoiseLike, OutputLike, SigmaLike
 
 __all__ = ["pg2", "pg2_curve", "pgi2", "pgu2", "rank", "rank_with_curve"]
@@ -104,7 +104,7 @@ def pg2_curve(model: ModelLike, X: ArrayLike, ranking: ArrayLike, *, sigma: Sigm
 
 
 def _resolve_ranking(call: PreparedCall, ranking: Optional[ArrayLike],
-                     attributions: Optional[ArrayLike]
+                     attributions: Optional[ArrayLike], tol: float = DEFAULT_TOL
                      ) -> Tuple[IntArray, Optional[FloatArray]]:
     """The ranking to evaluate, and its top-k curve when the greedy search already has it."""
     if ranking is not None and attributions is not None:
@@ -113,7 +113,7 @@ def _resolve_ranking(call: PreparedCall, ranking: Optional[ArrayLike],
         return call.ranking(ranking), None
     if attributions is not None:
         return call.attribution_ranking(attributions), None
-    greedy, curve = call.greedy_rank()
+    greedy, curve = call.greedy_rank(tol=tol)
     return greedy, curve
 
 
@@ -148,8 +148,8 @@ def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
         ``(n, d, K)`` (shap's multi-output layout, or a ``shap.Explanation``) or a list of K
         ``(n, d)`` arrays (older shap's layout).
     sigma, noise, n_jobs, output, progress, tol
-        As in :func:`pg2`; ``tol`` applies to the curve of a given ranking (the greedy search
-        is always to rounding level).
+        As in :func:`pg2`. Without a ranking, the greedy ranking is the exact one whatever
+        ``tol`` (see :func:`rank`); ``tol`` bounds the curve whose mean PGI² is.
 
     Returns
     -------
@@ -162,7 +162,7 @@ def pgi2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
     results = []
     with calls[0].progress:
         for call, r, a in _with_rankings(calls, output, ranking, attributions):
-            rk, curve = _resolve_ranking(call, r, a)
+            rk, curve = _resolve_ranking(call, r, a, tol_)
             if curve is None:
                 curve = call.pg2_curve(rk, tol=tol_)
             results.append(cast(FloatArray, curve.mean(axis=1)))
@@ -193,7 +193,7 @@ def pgu2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
     results = []
     with calls[0].progress:
         for call, r, a in _with_rankings(calls, output, ranking, attributions):
-            rk, _ = _resolve_ranking(call, r, a)
+            rk, _ = _resolve_ranking(call, r, a, tol_)
             reverse = np.ascontiguousarray(rk[..., ::-1])
             results.append(cast(FloatArray, call.pg2_curve(reverse, tol=tol_).mean(axis=1)))
     return stack_outputs(output, results)
@@ -201,14 +201,14 @@ def pgu2(model: ModelLike, X: ArrayLike, ranking: Optional[ArrayLike] = None, *,
 
 def rank_with_curve(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3,
                     noise: NoiseLike = "normal", n_jobs: Optional[int] = None,
-                    output: OutputLike = None, progress: Optional[bool] = None
-                    ) -> Tuple[IntArray, FloatArray]:
+                    output: OutputLike = None, progress: Optional[bool] = None,
+                    tol: Optional[float] = None) -> Tuple[IntArray, FloatArray]:
     """Greedy ranking and the PG² of each of its prefixes (the search computes both).
 
     Parameters
     ----------
-    model, X, sigma, noise, n_jobs, output, progress
-        As in :func:`rank`.
+    model, X, sigma, noise, n_jobs, output, progress, tol
+        As in :func:`rank`; the curve is within ``tol``.
 
     Returns
     -------
@@ -217,18 +217,21 @@ def rank_with_curve(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3,
     curve : numpy.ndarray of shape (n, d), float64 (``(n, K, d)`` for ``output="all"``)
         Column k is PG² of the top k+1 features of the ranking.
     """
+    tol_ = as_tol(tol)
     calls = prepare_calls(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
                           progress=progress, desc="rank")
-    rankings, curves = greedy_rankings(calls)
+    rankings, curves = greedy_rankings(calls, tol_)
     return stack_outputs(output, rankings), stack_outputs(output, curves)
 
 
-def greedy_rankings(calls: List[PreparedCall]) -> Tuple[List[IntArray], List[FloatArray]]:
-    """The greedy ranking (positions of X's columns) and its curve of each call, in order."""
+def greedy_rankings(calls: List[PreparedCall], tol: float = DEFAULT_TOL
+                    ) -> Tuple[List[IntArray], List[FloatArray]]:
+    """The greedy ranking (positions of X's columns) and its curve (within ``tol``) of each
+    call, in order."""
     rankings, curves = [], []
     with calls[0].progress:
         for call in calls:
-            ranking, curve = call.greedy_rank()
+            ranking, curve = call.greedy_rank(tol=tol)
             rankings.append(call.order.ranking_out(ranking))
             curves.append(curve)
     return rankings, curves
@@ -236,7 +239,7 @@ def greedy_rankings(calls: List[PreparedCall]) -> Tuple[List[IntArray], List[Flo
 
 def rank(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3, noise: NoiseLike = "normal",
          n_jobs: Optional[int] = None, output: OutputLike = None,
-         progress: Optional[bool] = None) -> IntArray:
+         progress: Optional[bool] = None, tol: Optional[float] = None) -> IntArray:
     """Greedy PG² ranking per row, most important first.
 
     Feature 1 maximises ``PG²(x, {i})``; feature l+1 maximises ``PG²(x, S_l ∪ {i})``; ties go
@@ -248,6 +251,12 @@ def rank(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3, noise: Noise
         As in :func:`pg2`.
     sigma, noise, n_jobs, output, progress
         As in :func:`pg2`.
+    tol : float, optional
+        As in :func:`pg2`, for the PG² values the steps compare: leaves far in a row's noise
+        tails are dropped within the bound, and a step's choice is kept only where the chosen
+        feature beats every other candidate by more than both their bounds (else the row is
+        ranked again in full). So the ranking is the exact greedy ranking whatever ``tol``; a
+        looser one can only make it faster (or, where choices are close, slower).
 
     Returns
     -------
@@ -255,5 +264,5 @@ def rank(model: ModelLike, X: ArrayLike, *, sigma: SigmaLike = 0.3, noise: Noise
         The ranking of each row, as positions of X's columns (``[:, k]``: output k's).
     """
     return rank_with_curve(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output,
-                           progress=progress)[0]
+                           progress=progress, tol=tol)[0]
 

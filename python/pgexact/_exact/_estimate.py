@@ -126,9 +126,9 @@ def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
     fooled, it is the larger already: 2–3× over on XGBoost 100 × depth 6 and random forests).
     """
     if kind == "rank" or (kind == "pgi2" and ranking is None):  # the greedy ranking
-        seconds = _calibrate_once(call, "rank", None)
+        seconds = _calibrate_once(call, "rank", None, tol)
         candidates = max(call.n_features - 1, 1)
-        return max(seconds, 0.5 * candidates * _calibrate_once(call, "pg2", None))
+        return max(seconds, 0.5 * candidates * _calibrate_once(call, "pg2", None, tol))
     return _calibrate_once(call, kind, ranking, tol)
 
 
@@ -146,7 +146,7 @@ def _calibrate_once(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
         elif kind == "pgi2" and rk is not None:
             call.pg2_curve(rk, tol=tol)
         else:
-            call.greedy_rank()
+            call.greedy_rank(tol=tol)
     except _Enough:
         return float(calibration.projected())
     return float(time.perf_counter() - calibration.start)

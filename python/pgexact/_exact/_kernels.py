@@ -159,10 +159,12 @@ class PreparedCall:
                                      self.perturbation, self.threads, kernel, progress=self._stage(),
                                      tol=tol)
 
-    def greedy_rank(self, *, kernel: Kernel = Kernel.pairs) -> Tuple[np.ndarray, np.ndarray]:
-        """The greedy PG² ranking ``(n, d)`` int64 and the PG² of its prefixes ``(n, d)``."""
+    def greedy_rank(self, *, kernel: Kernel = Kernel.pairs,
+                    tol: float = DEFAULT_TOL) -> Tuple[np.ndarray, np.ndarray]:
+        """The greedy PG² ranking ``(n, d)`` int64 and the PG² of its prefixes ``(n, d)``; the
+        prefixes within ``tol``, the ranking the unpruned one whatever ``tol`` is."""
         return _core.exact.greedy_rank(self.ensemble._arena, self.X, self.perturbation, self.threads,
-                                       kernel, progress=self._stage())
+                                       kernel, progress=self._stage(), tol=tol)
 
     def expected(self, mask: np.ndarray) -> np.ndarray:
         """Exact ``E[f(x')]`` for a validated uint8 mask, ``(n,)``."""

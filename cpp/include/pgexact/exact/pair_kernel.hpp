@@ -80,6 +80,6 @@ void pg2_curve_pairs(const Arena& arena, const Noise& noise, const double* X, st
 // ranking is the unpruned one.
 void greedy_rank_pairs(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                        int n_threads, std::int64_t* ranking_out, double* curve_out,
-                       RunControl* control = nullptr);
+                       RunControl* control = nullptr, double tol = kDefaultTolerance);
 
 }  // namespace pgexact

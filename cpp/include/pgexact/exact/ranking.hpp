@@ -13,9 +13,10 @@ namespace pgexact {
 // curve_out[i, k] = PG2(x_i, S_{k+1}). Features the noise never moves (fixed, or additive noise
 // on a feature split by category) are ranked last, in index order (their curve entries repeat
 // the previous value). Categorical noise: the leaf-pair kernel or, with Pruning::None, the
-// reference.
+// reference. `tol`: the relative error the curve may have, certified (kernels.hpp's pg2_batch);
+// the ranking is the unpruned one whatever it is.
 void greedy_rank_batch(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                        int n_threads, Pruning pruning, std::int64_t* ranking_out, double* curve_out,
-                       RunControl* control = nullptr);
+                       RunControl* control = nullptr, double tol = kDefaultTolerance);
 
 }  // namespace pgexact
