@@ -24,12 +24,13 @@ from pgexact.metrics import agreement
 from pgexact.metrics._agreement_across import (cell_ranks, dataset_ranks, kendall_w,
                                                pair_verdicts, subset_flip_probability)
 
+from .agreement_plots import top_pairs
 from .agreement_setup import EXPLAINERS, Setup, explain, load_setups
 from .common import (Args, Json, UsageError, call_progress, echo, first_line, log, text_table,
                      versions)
 
 __all__ = ["DEFAULTS", "QUICK", "across_datasets", "agreement_tables", "cmd_agreement",
-           "pooled_summary", "run_agreement", "top_pairs", "write_results"]
+           "pooled_summary", "run_agreement", "write_results"]
 
 #: the sizes of a full run, and of --quick (a few seconds; the tests use it)
 DEFAULTS = dict(n_samples=2000, rows=200, bootstraps=1000, seeds=20, mc_samples=100,
@@ -165,15 +166,6 @@ def run_agreement(args: Args) -> Tuple[Json, List[Any]]:
     return dict(command="agreement", argv=getattr(args, "argv", None), seed=args.seed,
                 settings=st, setups=per, summary=pooled_summary(results), across=across,
                 versions=versions()), results
-
-
-def top_pairs(res: Any) -> List[Tuple[int, int, int]]:
-    """Per metric, ``(metric, best, runner-up)`` by the mean-score ranks (undefined last)."""
-    out = []
-    for m in range(len(res.metrics)):
-        order = np.argsort(np.asarray(res.ranks)[m], kind="stable")  # NaN sorts last
-        out.append((m, int(order[0]), int(order[1])))
-    return out
 
 
 def _f(v: float, spec: str) -> str:

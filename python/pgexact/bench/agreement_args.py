@@ -7,6 +7,7 @@ from typing import Any
 
 from .agreement import QUICK, cmd_agreement
 from .agreement_setup import EXPLAINERS
+from .arguments import positive_float, positive_int, truth_data_options
 from .models import output_arg
 from .ranker_models import LIBRARIES
 
@@ -15,8 +16,6 @@ __all__ = ["add_agreement"]
 
 def _unit_float(s: str) -> float:
     """argparse type of --level: a float strictly between 0 and 1."""
-    from .cli import positive_float
-
     v = positive_float(s)
     if v >= 1:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1: {s!r}")
@@ -25,9 +24,6 @@ def _unit_float(s: str) -> float:
 
 def add_agreement(sub: Any, common: argparse.ArgumentParser) -> None:
     """Register the ``agreement`` subcommand on ``sub`` (``add_subparsers``' result)."""
-    # cli.py imports this module; its argument types are read once it is loaded
-    from .cli import positive_float, positive_int, truth_data_options
-
     q = QUICK
     p = sub.add_parser(
         "agreement", parents=[common],

@@ -9,14 +9,23 @@ Every ``plot_*`` function takes plain arrays and labels and returns a matplotlib
 from __future__ import annotations
 
 import re
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .common import Args, Json, save_figure
 
 __all__ = ["plot_all", "plot_flip_curves", "plot_heat_map", "plot_matrix_grid",
-           "plot_subset_flip"]
+           "plot_subset_flip", "top_pairs"]
+
+
+def top_pairs(res: Any) -> List[Tuple[int, int, int]]:
+    """Per metric, ``(metric, best, runner-up)`` by the mean-score ranks (undefined last)."""
+    out = []
+    for m in range(len(res.metrics)):
+        order = np.argsort(np.asarray(res.ranks)[m], kind="stable")  # NaN sorts last
+        out.append((m, int(order[0]), int(order[1])))
+    return out
 
 
 def _grid(n: int, ncols: int, size: float) -> Any:
@@ -146,7 +155,6 @@ def plot_all(args: Args, payload: Json, results: List[Any]) -> List[str]:
     """Draw every figure of a run into ``--out``; returns the file names."""
     import os
 
-    from .agreement import top_pairs
 
     def save(fig: Any, name: str) -> str:
         return os.path.basename(save_figure(args, fig, name))

@@ -6,10 +6,10 @@ import argparse
 import sys
 from typing import Any, Optional, Sequence
 
-import numpy as np
-
 from .accuracy import cmd_accuracy
 from .agreement_args import add_agreement
+from .arguments import (DATA_DIR_HELP, n_jobs_arg, positive_float, positive_int,
+                        truth_data_options)
 from .common import PROG, UsageError
 from .conciseness import cmd_conciseness
 from .data import DATASETS
@@ -19,50 +19,13 @@ from .paper import cmd_paper
 from .ranker_models import LIBRARIES
 from .rankers import QUICK, cmd_rankers
 from .ranking import cmd_ranking
-from .truth import TRUTH_DATASETS
 from .speed import cmd_speed
 
 __all__ = ["build_parser", "main", "n_jobs_arg", "positive_float", "positive_int",
            "truth_data_options"]
 
-#: --data-dir's help, the same for every subcommand that reads the paper's datasets
-DATA_DIR_HELP = ("directory with winequality_red.csv and california_housing.csv (default: "
-                 "../shared/datasets next to the repository)")
 #: what ``ArgumentParser.add_subparsers`` returns (its class is private in argparse)
 Subparsers = Any
-
-
-def positive_int(s: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: {s!r}")
-    return v
-
-
-def n_jobs_arg(s: str) -> Optional[int]:
-    """argparse type of --n-jobs: a positive integer, or -1 (all cores) -> None."""
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
-    if v == 0 or v < -1:
-        raise argparse.ArgumentTypeError("must be a positive integer or -1 (all cores)")
-    return None if v == -1 else v
-
-
-def positive_float(s: str) -> float:
-    """argparse type: a positive finite float."""
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
-    if not (v > 0 and np.isfinite(v)):
-        raise argparse.ArgumentTypeError(f"must be a positive number: {s!r}")
-    return v
 
 
 def _common_options() -> argparse.ArgumentParser:
@@ -251,32 +214,6 @@ def _add_paper(sub: Subparsers, common: argparse.ArgumentParser,
                    help="only redraw the figures and rewrite REPORT.md from --out/results.json "
                         "(and --out/NOTES.md, a hand-written reading, when present)")
     p.set_defaults(func=cmd_paper)
-
-
-def truth_data_options(p: argparse.ArgumentParser, quick_samples: int, *,
-                       several: bool) -> Any:
-    """The data group of ``rankers`` and ``agreement``: a ground-truth generator or real data
-    (``--dataset``; several at once when ``several``), ``--data CSV --target``, the generators'
-    ``--n-samples`` and ``--features``. Returns the group."""
-    g = p.add_argument_group("data")
-    real = ", ".join(n for n in DATASETS if n != "friedman")
-    g.add_argument("--dataset", nargs="+" if several else None, default=None, metavar="NAME",
-                   help=f"{'one or more of: ' if several else ''}with ground truth: "
-                        f"{', '.join(TRUTH_DATASETS)} (default: friedman1; friedman is the "
-                        f"same); without: {real} (wine and housing from --data-dir)")
-    g.add_argument("--data-dir", default=None, metavar="DIR",
-                   help=DATA_DIR_HELP)
-    g.add_argument("--data", default=None, metavar="CSV",
-                   help="your own CSV (regression, no ground truth) "
-                        f"{'in addition to' if several else 'instead of'} --dataset; "
-                        "needs --target")
-    g.add_argument("--target", default=None, metavar="COLUMN", help="target column of --data")
-    g.add_argument("--n-samples", type=positive_int, default=None, metavar="N",
-                   help=f"rows generated for a ground-truth dataset (default: 2000; --quick: "
-                        f"{quick_samples})")
-    g.add_argument("--features", type=positive_int, default=10, metavar="D",
-                   help="features of a ground-truth dataset (default: %(default)s)")
-    return g
 
 
 def _add_rankers(sub: Subparsers, common: argparse.ArgumentParser) -> None:
