@@ -180,3 +180,17 @@ def test_greedy_random_models(seed, depth, sigma, tol):
     np.testing.assert_array_equal(got[0], exact[0])
     _within(got[1], exact[1], tol)
 
+
+
+def test_explainer_takes_tol(deep):
+    """Explainer(tol=): the same greedy ranking as the exact call, gains within tol of the
+    row's PG² of each prefix; tol checked when the explainer is built."""
+    ens, X = deep
+    rows = X[:10]
+    exact = pgexact.Explainer(ens, sigma=0.05, tol=0.0)(rows, progress=False)
+    loose = pgexact.Explainer(ens, sigma=0.05, tol=1e-3)(rows, progress=False)
+    np.testing.assert_array_equal(loose.ranking, exact.ranking)
+    _within(loose.curve, exact.curve, 1e-3)
+    np.testing.assert_allclose(loose.values.sum(axis=1), exact.values.sum(axis=1), rtol=1e-3, atol=0)
+    with pytest.raises(ValueError, match="^tol: must be in"):
+        pgexact.Explainer(ens, tol=2.0)

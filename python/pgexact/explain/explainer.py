@@ -25,6 +25,7 @@ from .._models._outputs import class_labels, is_all
 from .._models._pipeline import is_pipeline, split_pipeline, transform
 from .._exact._prepare import calls_for
 from .._data._scalars import as_n_jobs
+from .._exact._tolerance import as_tol
 from .._exact._perturbation import as_noise
 from ..ensemble import TreeEnsemble
 from .explanation import Explanation, describe
@@ -73,10 +74,15 @@ class Explainer:
         model) is explained for every output, as ``shap.TreeExplainer`` does: the
         :class:`Explanation` then has ``values`` of shape ``(n, d, K)`` (``docs/multiclass.md``).
         A single-output model (and a binary classifier) gives ``(n, d)``.
+    tol
+        As in :func:`pgexact.rank`: the greedy ranking is the exact one whatever ``tol``; the PG²
+        values behind the gains are within ``tol`` (relative) of the sums over all leaf pairs,
+        so each gain within ``tol`` times the row's PG² of its prefix. None: rounding level.
     """
 
     def __init__(self, model: Any, *, sigma: Any = 0.3, noise: Any = "normal",
-                 n_jobs: Optional[int] = None, output: Any = None) -> None:
+                 n_jobs: Optional[int] = None, output: Any = None,
+                 tol: Optional[float] = None) -> None:
         self._preprocess, estimator = split_pipeline(model)
         self._is_pipeline = is_pipeline(model)
         self.model = model
@@ -89,6 +95,7 @@ class Explainer:
         for ens in self.ensembles:
             as_noise(noise, sigma, ens)  # fail here, not at the first call
         as_n_jobs(n_jobs)
+        self.tol = as_tol(tol)
         self.sigma = sigma
         self.noise = noise
         self.n_jobs = n_jobs
@@ -150,7 +157,7 @@ class Explainer:
         calls = calls_for(self.ensembles, X, sigma=self.sigma, noise=self.noise, n_jobs=self.n_jobs,
                           progress=progress, desc="rank")
         Xa, order = calls[0].X, calls[0].order
-        rankings, curves = greedy_rankings(calls)
+        rankings, curves = greedy_rankings(calls, self.tol)
         parts = []
         for ens, ranking, curve in zip(self.ensembles, rankings, curves):
             gains = np.diff(curve, axis=1, prepend=0.0)
