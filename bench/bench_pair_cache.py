@@ -61,9 +61,14 @@ def timed(fn: Callable[[], Any]) -> float:
 def cases(model, X) -> Dict[str, Callable[[], Any]]:
     rk = np.argsort(-np.abs(X[:64]), axis=1)
     one, many = X[1000:1001], X[:64]
+    loop_rows = X[1000:1008]
+    loop_rk = np.argsort(-np.abs(loop_rows), axis=1)
     return {
         "pgi2, 1 row": lambda: pgexact.pgi2(model, one, rk[:1], sigma=SIGMA, n_jobs=1, progress=False),
         "pgi2, 64 rows": lambda: pgexact.pgi2(model, many, rk, sigma=SIGMA, n_jobs=1, progress=False),
+        "pgi2, 8 one-row calls": lambda: [pgexact.pgi2(model, loop_rows[i:i + 1], loop_rk[i:i + 1],
+                                                      sigma=SIGMA, n_jobs=1, progress=False)
+                                          for i in range(8)],
         "greedy rank, 1 row": lambda: pgexact.rank(model, one, sigma=SIGMA, n_jobs=1, progress=False),
         "greedy rank, 8 rows": lambda: pgexact.rank(model, many[:8], sigma=SIGMA, n_jobs=1,
                                                     progress=False),
@@ -98,6 +103,8 @@ def run(label: str, model, X, rounds: int) -> List[Dict[str, Any]]:
         mc = med["MC-100 pgi2, 1 row"] if "1 row" in k else med["MC-100 pgi2, 64 rows"]
         if "8 rows" in k:
             mc = med["MC-100 pgi2, 64 rows"] / 8
+        if "8 one-row" in k:
+            mc = 8 * med["MC-100 pgi2, 1 row"]
         out.append(dict(model=label, case=k, off=med[f"{k}|off|next"], first=med[f"{k}|on|first"],
                         next=med[f"{k}|on|next"], mc=mc, pgi2_mc=k.startswith("pgi2")))
     return out

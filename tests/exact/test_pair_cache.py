@@ -173,3 +173,24 @@ def test_limit_is_checked(bad, error, start):
     with pytest.raises(error) as info:
         pgexact.set_pair_cache_limit(bad)
     assert str(info.value).startswith(start)
+
+
+def test_one_row_calls_keep_lists_from_the_second_call(model):
+    """A one-row call enumerates only its live pairs (nothing to keep); the second call on the
+    model enumerates and keeps the full lists, which the calls after it read: same bits all along."""
+    booster, X = model
+    ens = pgexact.load(booster)
+    rows = X[200:206]
+    ranking = np.argsort(-np.abs(rows), axis=1)
+    pgexact.set_pair_cache_limit(0)
+    want = [pgexact.pgi2(ens, rows[i:i + 1], ranking[i:i + 1], sigma=0.1, n_jobs=1, progress=False)
+            for i in range(6)]
+    pgexact.set_pair_cache_limit(pgexact._core.exact.DEFAULT_PAIR_STORE_BYTES)
+    got, models = [], []
+    for i in range(6):
+        got.append(pgexact.pgi2(ens, rows[i:i + 1], ranking[i:i + 1], sigma=0.1, n_jobs=1,
+                                progress=False))
+        models.append(pgexact.pair_cache_info()["models"])
+    assert models[1:] == [1] * 5 and pgexact.pair_cache_info()["hits"] >= 4
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

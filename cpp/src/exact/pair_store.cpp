@@ -23,6 +23,9 @@ struct Entry {
 struct Store {
   std::mutex mutex;
   std::list<Entry> models;  // most recently used first
+  // Hashes of the keys of recent calls that found no lists (a hash: a collision only makes a
+  // call keep lists it need not have kept).
+  std::list<std::uint64_t> seen;
   std::int64_t budget = kDefaultPairStoreBytes;
   std::int64_t held = 0;
   std::int64_t hits = 0, misses = 0;
@@ -48,6 +51,17 @@ Store& store() {
 
 // A serialised node takes about this many bytes (five int32 arrays, three doubles, a flag byte).
 constexpr std::int64_t kBytesPerNode = 45;
+// Models remembered as seen.
+constexpr std::size_t kSeenModels = 16;
+
+std::uint64_t fnv1a(const std::string& bytes) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const char c : bytes) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
 
 }  // namespace
 
@@ -76,6 +90,12 @@ StoreView open_store(const Arena& arena, const LeafBoxes& boxes) {
     }
   }
   ++s.misses;
+  const std::uint64_t h = fnv1a(view.key);
+  const auto it = std::find(s.seen.begin(), s.seen.end(), h);
+  view.seen_before = it != s.seen.end();
+  if (view.seen_before) s.seen.erase(it);
+  s.seen.push_front(h);
+  if (s.seen.size() > kSeenModels) s.seen.pop_back();
   return view;
 }
 
@@ -125,6 +145,7 @@ void clear_pair_store() {
   pairs::Store& s = pairs::store();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.models.clear();
+  s.seen.clear();
   s.held = 0;
   s.hits = s.misses = 0;
 }

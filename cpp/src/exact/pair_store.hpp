@@ -42,6 +42,9 @@ struct StoreView {
   std::string key;
   std::shared_ptr<const StoredPairs> stored;
   std::int64_t budget = 0;
+  // Whether a call on this model came before and kept nothing (its passes enumerated only live
+  // pairs): the model is being called again, so this call enumerates full lists to keep.
+  bool seen_before = false;
 };
 
 // Looks the model up. `boxes` tells whether a feature is perturbed by category (then the lists

@@ -100,6 +100,10 @@ class PairCache {
   }
   // Whether the budget has room left (for the full lists a later pass would reuse).
   bool has_room() const { return used_.load() < budget_; }
+  // Whether a later call will want this model's full lists: the model has lists in the store, or
+  // a call on it came before (pair_store.hpp). Then even a pass with few live leaves enumerates
+  // and keeps full lists, which the next calls read instead of enumerating anything.
+  bool later_calls_want_lists() const { return !store_.key.empty() && (store_.stored || store_.seen_before); }
 
  private:
   // What one call may keep for its own later passes, whatever the store's budget.
@@ -154,7 +158,8 @@ class PairSweep {
           // (sparse): their pairs alone whatever is kept.
           const bool sparse = live != nullptr && live->sparse;
           const PairList* kept = live != nullptr && live->restricted && !sparse ? cache_.find(t, s, chunk) : nullptr;
-          if (live != nullptr && live->restricted && kept == nullptr && (sparse || !(again && cache_.has_room()))) {
+          const bool reused = again || cache_.later_calls_want_lists();
+          if (live != nullptr && live->restricted && kept == nullptr && (sparse || !(reused && cache_.has_room()))) {
             const std::int32_t begin = boxes.tree_first[t] + chunk * kChunkLeaves;
             const std::int32_t end = std::min(boxes.tree_first[t + 1], begin + kChunkLeaves);
             scratch.pairs.clear();
@@ -163,7 +168,7 @@ class PairSweep {
           } else if (kept != nullptr) {
             body(t, kept->view(boxes), s == t ? 1.0 : 2.0);
           } else {
-            body(t, cache_.get(arena, boxes, t, s, chunk, again, scratch).view(boxes), s == t ? 1.0 : 2.0);
+            body(t, cache_.get(arena, boxes, t, s, chunk, reused, scratch).view(boxes), s == t ? 1.0 : 2.0);
           }
         }
         advance(control_, leaves(t) * leaves(s));
