@@ -4,7 +4,9 @@
 // perturbed sets or the noise, as long as no feature is perturbed by category. A call on a
 // model therefore enumerates the same lists as the call before it on the same model; the store
 // keeps the lists a call enumerated in full, so the next call reads them instead (a kept list
-// is the list enumerated again, entry for entry: results are the same bits either way).
+// is the list enumerated again, entry for entry: results are the same bits either way). A call
+// whose passes need only the pairs of a few live leaves (one row) enumerates just those and
+// keeps nothing; when the same model comes again, that call enumerates and keeps the full lists.
 //
 // A model is recognised by its content (the arena's serialised bytes, compared in full), not
 // by the object that holds it, so a model object parsed again on every call is still found,
