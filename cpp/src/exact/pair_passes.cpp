@@ -166,6 +166,32 @@ struct Entries {
     if (c[0] < 0) return category_mass(lanes, p, feature[e], category + 2 * static_cast<std::size_t>(-1 - c[0]));
     return mass(lanes, c[0], c[1]);
   }
+  // Lane 0 of mass_of, with scalar loads: the same operations on the same operands.
+  double mass_of_lane0(const LaneView& lanes, const LeafPair& p, std::int32_t e) const {
+    auto interval = [&](std::int32_t lo, std::int32_t hi) {
+      const double* a = lanes.table + static_cast<std::size_t>(lo) * 2 * kLanes;
+      const double* b = lanes.table + static_cast<std::size_t>(hi) * 2 * kLanes;
+      const double m = (b[0] - a[0]) + (b[kLanes] - a[kLanes]);
+      return m > 0.0 ? m : 0.0;
+    };
+    if (e < p.n_slots) {
+      const std::uint8_t b = slot[e];
+      const std::int32_t leaf = (b & kSlotOfV) != 0 ? p.v : p.u;
+      if (lanes.masses == nullptr) {
+        const std::size_t at = static_cast<std::size_t>(leaf) * static_cast<std::size_t>(lanes.n_features) + feature[e];
+        return interval(lanes.leaf_lo[at], lanes.leaf_hi[at]);
+      }
+      return lanes.masses[static_cast<std::size_t>(slot_first[leaf] + (b & ~kSlotOfV)) * kLanes];
+    }
+    const std::int32_t* c = cut + 2 * (e - p.n_slots);
+    if (c[0] < 0) {
+      const double* both = category + 2 * static_cast<std::size_t>(-1 - c[0]);
+      const std::uint64_t out = lanes.out[static_cast<std::size_t>(p.u) * kLanes] |
+                                lanes.out[static_cast<std::size_t>(p.v) * kLanes];
+      return ((out >> feature[e]) & 1u) == 0 ? both[0] : both[1];
+    }
+    return interval(c[0], c[1]);
+  }
 };
 
 // Calls pair(p, at) for every pair of every run whose leaf u admits some lane's x' (live(u);
@@ -343,6 +369,65 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
       });
 }
 
+// PG2 of every prefix of the ranking of lane 0 alone, the prefixes in the lanes (PairPasses).
+void eval_curve_row(const PairView& pl, const LaneView& lanes, const CurveSets& c, std::int64_t n_steps,
+                    double mult, double* sum, double* comp) {
+  // Per feature below `top`, the first prefix of lane 0's ranking whose set holds it.
+  std::uint64_t last = c.sets[(n_steps - 1) * kLanes];
+  const int top = last == 0 ? 0 : 64 - __builtin_clzll(last);
+  std::int64_t enters[64];
+  for (int j = 0; j < top; ++j) {
+    enters[j] = kNeverAlive;
+    for (std::int64_t k = n_steps - 1; k >= 0; --k) {
+      if ((c.sets[k * kLanes] >> j) & 1u) enters[j] = k;
+    }
+  }
+  const std::int64_t groups = (n_steps + kLanes - 1) / kLanes;
+  const vi lane_k = {0, 1, 2, 3, 4, 5, 6, 7};
+  const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
+  const vd zero = {};
+  vd run[64 / kLanes];  // run[g][l]: the plain sum of prefix 8 g + l over the pairs of one u
+  for (std::int64_t g = 0; g < groups; ++g) run[g] = zero;
+  vd D[64];
+  std::int64_t factor_enters[64];
+  for_each_run(
+      pl, [&](std::int32_t u) { return lanes.code[static_cast<std::size_t>(u) * kLanes] < n_steps; },
+      [&](const LeafPair& p, const Entries& at) {
+        const std::int8_t cu = lanes.code[static_cast<std::size_t>(p.u) * kLanes];
+        const std::int8_t cv = lanes.code[static_cast<std::size_t>(p.v) * kLanes];
+        const std::int64_t from = cu > cv ? cu : cv;
+        if (from >= n_steps) return;
+        // the same operands and operations as lane 0 of eval_curve
+        const double w = lanes.weight[static_cast<std::size_t>(p.u) * kLanes] *
+                         lanes.weight[static_cast<std::size_t>(p.v) * kLanes];
+        std::int32_t n = 0;
+        for (std::int32_t e = 0; e < p.count; ++e) {
+          const std::int32_t j = at.feature[e];
+          if (j >= top) continue;
+          D[n] = one * at.mass_of_lane0(lanes, p, e);  // lane 0's mass, broadcast
+          factor_enters[n++] = enters[j];
+        }
+        for (std::int64_t g = from / kLanes; g < groups; ++g) {
+          const vi k = lane_k + g * kLanes;
+          vd P = one;
+          for (std::int32_t e = 0; e < n; ++e) P = (factor_enters[e] <= k) ? P * D[e] : P;
+          const vi alive = (k >= from) & (k < n_steps);
+          run[g] += alive ? (w * P) * mult : zero;
+        }
+      },
+      [&] {
+        for (std::int64_t k = 0; k < n_steps; ++k) {
+          const double x = run[k / kLanes][k % kLanes];
+          double& s = sum[k * kLanes];
+          double& cm = comp[k * kLanes];
+          const double t = s + x;
+          cm += (std::fabs(s) >= std::fabs(x)) ? (s - t) + x : (x - t) + s;
+          s = t;
+        }
+        for (std::int64_t g = 0; g < groups; ++g) run[g] = zero;
+      });
+}
+
 // One greedy step: PG2(S) per lane (canonical, into sum/comp) and, per feature i, corr[i][lane]
 // with PG2(S + {i}) = PG2(S) + corr[i] for every candidate i (not in S, perturbable in the row).
 void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_, double mult, double* sum,
@@ -394,6 +479,6 @@ void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t*
 
 }  // namespace
 
-PairPasses passes() { return PairPasses{&eval_set, &eval_curve, &eval_greedy}; }
+PairPasses passes() { return PairPasses{&eval_set, &eval_curve, &eval_greedy, &eval_curve_row}; }
 
 }  // namespace pgexact::PGEXACT_ISA

@@ -102,6 +102,12 @@ struct PairPasses {
                 double* comp);
   void (*greedy)(const PairView&, const LaneView&, const std::uint64_t* sets, double mult, double* sum, double* comp,
                  double* corr);
+  // `curve` for a block of one row (lane 0; the other lanes are padding): the prefixes go in
+  // the lanes instead, eight to a vector, so a pair costs one product chain per eight prefixes
+  // rather than one per prefix. Every prefix's product and sum are the same operations in the
+  // same order as in `curve`, so lane 0 gets the same bits.
+  void (*curve_row)(const PairView&, const LaneView&, const CurveSets&, std::int64_t n_steps, double mult,
+                    double* sum, double* comp);
 };
 
 // The passes for the CPU this runs on; the environment variable PGEXACT_PASSES=base or v3
