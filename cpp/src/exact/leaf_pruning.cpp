@@ -29,11 +29,7 @@ void prune_greedy_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t ro
   const std::size_t n_leaves = static_cast<std::size_t>(boxes.n_leaves());
   skipped_none.assign(static_cast<std::size_t>(rows), 0.0);
   skipped_by.assign(static_cast<std::size_t>(rows) * d, 0.0);
-  constexpr int kMinExp = -1100, kBuckets = 1200;  // ilogb of the bounds, clamped (as prune_leaves)
-  auto bucket_of = [](double b) {
-    return std::min(kBuckets - 1, std::max(0, std::ilogb(b) - kMinExp));
-  };
-  std::vector<double> bound(n_leaves), bucket(kBuckets);
+  std::vector<double> bound(n_leaves), bucket(kPruneBuckets);
   for (std::int64_t i = 0; i < rows; ++i) {
     const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
     const std::size_t first = v * n_leaves * kLanes + l;
@@ -72,18 +68,12 @@ void prune_greedy_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t ro
     const double budget = share * estimate / (2.0 * W);
     std::fill(bucket.begin(), bucket.end(), 0.0);
     for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
-      if (bound[leaf] > 0.0) bucket[static_cast<std::size_t>(bucket_of(bound[leaf]))] += bound[leaf];
+      if (bound[leaf] > 0.0) bucket[static_cast<std::size_t>(prune_bucket(bound[leaf]))] += bound[leaf];
     }
-    int cut = -1;  // buckets [0, cut] are pruned
-    double total = 0.0;
-    for (int e = 0; e < kBuckets; ++e) {
-      total += bucket[static_cast<std::size_t>(e)];
-      if (total > budget) break;
-      cut = e;
-    }
+    const int cut = prune_cut(bucket.data(), budget);
     for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
       const double b = bound[leaf];
-      if (b < 0.0 || (b > 0.0 && bucket_of(b) > cut)) continue;
+      if (b < 0.0 || (b > 0.0 && prune_bucket(b) > cut)) continue;
       const std::size_t at = first + leaf * kLanes;
       const std::int8_t code = lanes.code[at];
       (code == kNoneMissing ? skipped_none[static_cast<std::size_t>(i)]

@@ -37,6 +37,23 @@ struct PruneBudget {
 // certificates fail and rows are recomputed: the tests of that path.
 PruneBudget prune_budget(double tol);
 
+// Bounds are pruned smallest first by binary exponent (a histogram, not a sort): bucket e holds
+// the bounds with ilogb(b) - kPruneMinExp == e, clamped to [0, kPruneBuckets).
+constexpr int kPruneMinExp = -1100, kPruneBuckets = 1200;
+inline int prune_bucket(double b) { return std::min(kPruneBuckets - 1, std::max(0, std::ilogb(b) - kPruneMinExp)); }
+// The last bucket of `bucket` (kPruneBuckets sums) that may be pruned: buckets [0, cut] add up
+// to at most `budget`; -1 when the first already passes it.
+inline int prune_cut(const double* bucket, double budget) {
+  int cut = -1;
+  double total = 0.0;
+  for (int e = 0; e < kPruneBuckets; ++e) {
+    total += bucket[e];
+    if (total > budget) break;
+    cut = e;
+  }
+  return cut;
+}
+
 // Prunes the leaves of rows [0, rows) whose codes are below n_prefix (after the codes are set)
 // and fills skipped[i * n_prefix + k] with the bound of row i's pruned leaves alive at prefix k
 // (for one set, n_prefix = 1). set_of(i, k): the set row i perturbs at prefix k.
@@ -54,10 +71,7 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
   const std::size_t d = static_cast<std::size_t>(a.n_features);
   const std::size_t n_leaves = static_cast<std::size_t>(boxes.n_leaves());
   const std::size_t np = static_cast<std::size_t>(n_prefix);
-  constexpr int kMinExp = -1100, kBuckets = 1200;  // ilogb of the bounds, clamped to [-1100, 99]
-  auto bucket_of = [](double b) {
-    return static_cast<std::size_t>(std::min(kBuckets - 1, std::max(0, std::ilogb(b) - kMinExp)));
-  };
+  constexpr std::size_t kBuckets = kPruneBuckets;
   std::vector<double> bound(n_leaves), bucket(np * kBuckets), m1(np), m2(np), estimate(np), factor(np), budget(np);
   std::vector<int> cut(np);
   std::int32_t position[64];
@@ -116,24 +130,16 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
       const double b = bound[leaf];
       if (!(b > 0.0)) continue;
       const std::size_t c = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[first + leaf * kLanes], 0));
-      bucket[c * kBuckets + bucket_of(b)] += b;
+      bucket[c * kBuckets + static_cast<std::size_t>(prune_bucket(b))] += b;
     }
-    for (std::size_t c = 0; c < np; ++c) {
-      cut[c] = -1;  // buckets [0, cut] of class c are pruned
-      double total = 0.0;
-      for (int e = 0; e < kBuckets; ++e) {
-        total += bucket[c * kBuckets + static_cast<std::size_t>(e)];
-        if (total > budget[c]) break;
-        cut[c] = e;
-      }
-    }
+    for (std::size_t c = 0; c < np; ++c) cut[c] = prune_cut(bucket.data() + c * kBuckets, budget[c]);
     double* row_skipped = skipped.data() + static_cast<std::size_t>(i * n_prefix);
     for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
       const double b = bound[leaf];
       if (b < 0.0) continue;
       const std::size_t at = first + leaf * kLanes;
       const std::size_t c = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[at], 0));
-      if (b > 0.0 && static_cast<int>(bucket_of(b)) > cut[c]) continue;
+      if (b > 0.0 && prune_bucket(b) > cut[c]) continue;
       row_skipped[c] += 2.0 * W * b;
       lanes.code[at] = kNeverAlive;
     }

@@ -230,22 +230,14 @@ namespace {
 // the choice stands where the best value, less its bound, beats every other candidate's value
 // plus its bound. Where neither has a bound the values are the unpruned bits, compared as the
 // unpruned step compares them.
-bool choice_certified(std::int64_t i, std::int64_t best, double base, const std::vector<double>& corr_total,
-                      std::size_t v, std::size_t l, std::uint64_t choosable, const std::vector<std::uint64_t>& chosen,
-                      const std::vector<std::uint64_t>& perturbable, const std::vector<double>& skipped_none,
-                      const std::vector<double>& skipped_by, std::int64_t d) {
-  const std::size_t row = static_cast<std::size_t>(i);
-  auto value = [&](std::int64_t j) {
-    const bool moves = ((perturbable[row] >> j) & 1u) != 0;
-    return moves ? base + corr_total[(v * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)) * kLanes + l] : base;
-  };
-  auto slack = [&](std::int64_t j) { return skipped_none[row] + skipped_by[row * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)]; };
-  const double best_value = value(best), best_slack = slack(best);
-  for (std::int64_t j = 0; j < d; ++j) {
-    // the candidates of this step: choosable, not chosen before it (`chosen` already holds best)
-    if (j == best || ((choosable >> j) & 1u) == 0 || ((chosen[row] >> j) & 1u) != 0) continue;
-    const double s = best_slack + slack(j);
-    if (s > 0.0 && !(best_value - best_slack > value(j) + slack(j))) return false;
+// `value` and `skipped_by` are per feature; `candidates` the step's candidates.
+bool choice_certified(std::int32_t best, const double* value, std::uint64_t candidates, double skipped_none,
+                      const double* skipped_by) {
+  const double best_slack = skipped_none + skipped_by[best];
+  for (std::uint64_t f = candidates & ~bit(best); f != 0; f &= f - 1) {
+    const int j = __builtin_ctzll(f);
+    const double slack = skipped_none + skipped_by[j];
+    if (best_slack + slack > 0.0 && !(value[best] - best_slack > value[j] + slack)) return false;
   }
   return true;
 }
@@ -372,22 +364,20 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
       for (std::int64_t i = 0; i < rows; ++i) {
         const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
         const double base = total[static_cast<std::size_t>(i)];
-        std::int64_t best = -1;
-        double best_value = -1.0;
-        for (std::int64_t j = 0; j < d; ++j) {
-          if (((choosable >> j) & 1u) == 0 || ((chosen[static_cast<std::size_t>(i)] >> j) & 1u) != 0) continue;
+        const std::uint64_t candidates = choosable & ~chosen[static_cast<std::size_t>(i)];
+        double value[64];  // PG2(S + {j}) per candidate j
+        std::int32_t best = -1;
+        for (std::uint64_t f = candidates; f != 0; f &= f - 1) {
+          const std::int32_t j = __builtin_ctzll(f);
           // A feature NaN in the row stays missing: perturbing it changes nothing.
           const bool moves = ((lanes.perturbable[static_cast<std::size_t>(i)] >> j) & 1u) != 0;
-          const double value = moves ? base + corr_total[(v * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)) * kLanes + l] : base;
-          if (value > best_value) {  // strictly greater: ties go to the lower index
-            best_value = value;
-            best = j;
-          }
+          value[j] = moves ? base + corr_total[(v * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)) * kLanes + l] : base;
+          if (best < 0 || value[j] > value[best]) best = j;  // strictly greater: ties to the lower index
         }
-        chosen[static_cast<std::size_t>(i)] |= bit(static_cast<std::int32_t>(best));
+        chosen[static_cast<std::size_t>(i)] |= bit(best);
         ranking_out[(r0 + i) * d + step] = best;
-        if (pruned && !choice_certified(i, best, base, corr_total, v, l, choosable, chosen, lanes.perturbable,
-                                        skipped_none, skipped_by, d)) {
+        if (pruned && !choice_certified(best, value, candidates, skipped_none[static_cast<std::size_t>(i)],
+                                        skipped_by.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(d))) {
           row_failed[static_cast<std::size_t>(i)] = 1;
         }
       }

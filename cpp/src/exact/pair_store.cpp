@@ -80,6 +80,7 @@ StoreView open_store(const Arena& arena, const LeafBoxes& boxes) {
     view.key.clear();
     return view;
   }
+  const std::uint64_t seen_hash = fnv1a(view.key);  // before the lock: O(key)
   std::lock_guard<std::mutex> lock(s.mutex);
   for (auto it = s.models.begin(); it != s.models.end(); ++it) {
     if (it->key == view.key) {
@@ -90,11 +91,10 @@ StoreView open_store(const Arena& arena, const LeafBoxes& boxes) {
     }
   }
   ++s.misses;
-  const std::uint64_t h = fnv1a(view.key);
-  const auto it = std::find(s.seen.begin(), s.seen.end(), h);
+  const auto it = std::find(s.seen.begin(), s.seen.end(), seen_hash);
   view.seen_before = it != s.seen.end();
   if (view.seen_before) s.seen.erase(it);
-  s.seen.push_front(h);
+  s.seen.push_front(seen_hash);
   if (s.seen.size() > kSeenModels) s.seen.pop_back();
   return view;
 }

@@ -148,18 +148,19 @@ class PairSweep {
   template <typename Body>
   void run(Body&& body, bool again, const Liveness* live = nullptr) {
     const LiveLeaves filter = live != nullptr ? live->view() : LiveLeaves{nullptr, nullptr};
+    // Few live leaves: their pairs alone, unless a kept full list is at hand, or the full list
+    // will be read again (a later pass of this call, or a later call) and the budget can keep
+    // it; very few (sparse): their pairs alone whatever is kept.
+    const bool restricted = live != nullptr && live->restricted;
+    const bool sparse = live != nullptr && live->sparse;
+    const bool reused = again || cache_.later_calls_want_lists();
     for_each_first_tree(arena, threads, [&](ThreadScratch& scratch, std::int64_t t) {
       for (std::int64_t s = t; s < arena.n_trees(); ++s) {
         if (stopped()) return;  // the caller discards a stopped call's sums
         const bool skip = live != nullptr && (live->tree_live[t] == 0 || live->tree_live[s] == 0);
         for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t) && !skip; ++chunk) {
-          // Few live leaves: their pairs alone, unless a kept full list is at hand, or another
-          // pass follows that would reuse the full list and the budget can keep it; very few
-          // (sparse): their pairs alone whatever is kept.
-          const bool sparse = live != nullptr && live->sparse;
-          const PairList* kept = live != nullptr && live->restricted && !sparse ? cache_.find(t, s, chunk) : nullptr;
-          const bool reused = again || cache_.later_calls_want_lists();
-          if (live != nullptr && live->restricted && kept == nullptr && (sparse || !(reused && cache_.has_room()))) {
+          const PairList* kept = restricted && !sparse ? cache_.find(t, s, chunk) : nullptr;
+          if (restricted && kept == nullptr && (sparse || !(reused && cache_.has_room()))) {
             const std::int32_t begin = boxes.tree_first[t] + chunk * kChunkLeaves;
             const std::int32_t end = std::min(boxes.tree_first[t + 1], begin + kChunkLeaves);
             scratch.pairs.clear();
