@@ -45,10 +45,25 @@ double check_tol(double tol) {
 
 void register_kernels(py::module_& m) {
   py::enum_<Pruning>(m, "Kernel", "Which exact kernel computes PG2 (kernels.hpp's Pruning).")
-      .value("pairs", Pruning::Full, "the default: enumerated leaf pairs where they apply, else shared walks")
+      .value("pairs", Pruning::Full,
+             "the default: enumerated leaf pairs where they apply (shared walks for calls of one or two rows "
+             "that they do faster), else shared walks")
+      .value("leaf_pairs", Pruning::Pairs, "pairs without the few-row choice: enumerated leaf pairs wherever they apply")
       .value("walks", Pruning::Walk, "the node-pair walks shared between rows and sets")
       .value("separate_walks", Pruning::Separate, "the node-pair walks without sharing")
       .value("reference", Pruning::None, "the paper's unpruned pair walk");
+
+  py::enum_<FewRowsCall>(m, "FewRowsCall", "The kinds of call few_rows_on_walks tells apart.")
+      .value("set", FewRowsCall::Set)
+      .value("curve", FewRowsCall::Curve)
+      .value("greedy", FewRowsCall::Greedy);
+  m.def(
+      "few_rows_on_walks",
+      [](const Arena& a, const Noise& noise, std::int64_t n_rows, FewRowsCall call) {
+        return few_rows_on_walks(a, noise, n_rows, call);
+      },
+      py::arg("arena"), py::arg("perturbation"), py::arg("n_rows"), py::arg("call"),
+      "Whether Kernel.pairs runs a call of n_rows rows of this kind on the shared walks (kernels.hpp).");
 
   m.def(
       "pg2",

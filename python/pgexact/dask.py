@@ -59,6 +59,7 @@ from ._exact import _api, _moments
 from ._models._adapters import load
 from ._models._outputs import refuse_all
 from ._optional import optional
+from ._exact._kernels import block_of_call
 from ._exact._progress import check_progress
 from ._data._columns import ColumnOrder, identity_order
 from ._data._features import as_attributions, as_feature_mask, as_ranking
@@ -88,11 +89,13 @@ def _in_memory(name: str) -> Callable[..., np.ndarray]:
 
 def _run_block(ens: TreeEnsemble, x: np.ndarray, *row_args: np.ndarray, metric: str,
                row_names: Tuple[str, ...], options: Dict[str, Any],
-               columns: Optional[List[str]] = None) -> np.ndarray:
+               columns: Optional[List[str]] = None, n_rows: Optional[int] = None) -> np.ndarray:
     """One row block: the in-memory function on the block and its slice of the per-row args.
 
     ``columns``: a dask DataFrame's used column names in its own order; the block becomes a
     pandas DataFrame again so that names and positions are read exactly as in memory.
+    ``n_rows``: the rows of the whole array (None: unknown); the block takes the kernel the
+    in-memory call on all of them takes, so that its rows get that call's bits.
     """
     kw = dict(options)
     kw.update(zip(row_names, row_args))
@@ -101,7 +104,8 @@ def _run_block(ens: TreeEnsemble, x: np.ndarray, *row_args: np.ndarray, metric: 
         import pandas as pd
 
         rows = pd.DataFrame(x, columns=columns)
-    return _in_memory(metric)(ens, rows, **kw)
+    with block_of_call(n_rows):
+        return _in_memory(metric)(ens, rows, **kw)
 
 
 def _frame_to_float64(df: Any, ens: Optional[TreeEnsemble] = None) -> Any:
@@ -351,6 +355,7 @@ def _build(func: str, model: Any, X: Any, *, sigma: Any, noise: Any, n_jobs: Any
         row_names=tuple(rows.names),
         options=options,
         columns=columns,
+        n_rows=None if np.isnan(Xd.shape[0]) else int(Xd.shape[0]),
         token=f"pgexact-{func}",
         dtype=dtype,
         chunks=(Xd.chunks[0], (d,)) if wide else (Xd.chunks[0],),

@@ -55,10 +55,10 @@ def test_kernels_take_the_bound_perturbation_and_the_kernel_enum():
     noise = Perturbation(np.full(2, 0.5), np.zeros(2, np.uint8))
     mask = np.ones(2, np.uint8)
     fast = core_exact.pg2(arena, X, mask, noise)
-    for kernel in (Kernel.pairs, Kernel.walks, Kernel.separate_walks, Kernel.reference):
+    kernels = (Kernel.pairs, Kernel.leaf_pairs, Kernel.walks, Kernel.separate_walks, Kernel.reference)
+    for kernel in kernels:
         np.testing.assert_allclose(core_exact.pg2(arena, X, mask, noise, 1, kernel), fast, rtol=1e-12)
-    assert {k.name for k in (Kernel.pairs, Kernel.walks, Kernel.separate_walks, Kernel.reference)} == \
-        {"pairs", "walks", "separate_walks", "reference"}
+    assert {k.name for k in kernels} == {"pairs", "leaf_pairs", "walks", "separate_walks", "reference"}
     with pytest.raises(ValueError, match="^sigma: expected a 1-D array of length 2"):
         core_exact.pg2(arena, X, mask, Perturbation(np.ones(3), np.zeros(3, np.uint8)))
     with pytest.raises(TypeError):

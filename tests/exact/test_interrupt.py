@@ -46,6 +46,8 @@ CHILD = textwrap.dedent("""
     calls = {
         "pgi2": lambda: pgexact.pgi2(big, X, n_jobs=n_jobs, progress=False),
         "rank": lambda: pgexact.rank(big, X, n_jobs=n_jobs, progress=False),
+        # one row: the greedy ranking on the shared walks (kernels.hpp's few_rows_on_walks)
+        "rank1": lambda: pgexact.rank(big, X[:1], n_jobs=n_jobs, progress=False),
         "mc": lambda: pgexact.mc.pgi2(big, X, np.arange(12), n_samples=200_000, n_jobs=n_jobs,
                                       progress=False),
     }
@@ -130,7 +132,7 @@ def _default_sigint():
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
-@pytest.mark.parametrize("kind", ["pgi2", "rank", "mc"])
+@pytest.mark.parametrize("kind", ["pgi2", "rank", "rank1", "mc"])
 def test_sigint_stops_within_a_second(big_model, kind, n_jobs):
     child = _Child([sys.executable, "-c", CHILD, kind, str(n_jobs), big_model])
     try:

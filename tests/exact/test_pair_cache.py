@@ -75,8 +75,10 @@ def test_hits_give_the_bits_of_the_cache_off(model):
     assert pgexact.pair_cache_info()["hits"] > info["hits"]
     _same_bits(first, off)
     _same_bits(second, off)
-    # a row alone, after the lists were kept by calls on other rows
-    _same_bits([pgexact.pgi2(booster, rows[5:6], ranking[5:6], n_jobs=1, progress=False)], [off[2][5:6]])
+    # a row alone on the leaf pairs (a one-row call of Kernel.pairs takes the shared walks on
+    # trees this small, test_few_rows.py), after the lists were kept by calls on other rows
+    alone = prepare_call(booster, rows[5:6], n_jobs=1)
+    _same_bits([alone.pg2_curve(alone.ranking(ranking[5:6]), kernel=Kernel.leaf_pairs)], [off[1][5:6]])
 
 
 def test_hits_against_the_unpruned_reference(model):
@@ -175,20 +177,24 @@ def test_limit_is_checked(bad, error, start):
     assert str(info.value).startswith(start)
 
 
-def test_one_row_calls_keep_lists_from_the_second_call(model):
+def test_one_row_calls_keep_lists_from_the_second_call():
     """A one-row call enumerates only its live pairs (nothing to keep); the second call on the
-    model enumerates and keeps the full lists, which the calls after it read: same bits all along."""
-    booster, X = model
+    model enumerates and keeps the full lists, which the calls after it read: same bits all along.
+    (Trees of over 128 leaves: one-row curves of smaller trees run on the shared walks, which
+    keep nothing, test_few_rows.py; and sigma = 0.5, so that a row keeps over 15 % of these
+    deeper trees' leaves live: sparser passes enumerate afresh and keep nothing either.)"""
+    booster, X = _booster(0, n_trees=10, depth=9)
     ens = pgexact.load(booster)
+    assert ens.n_leaves / ens.n_trees > 128
     rows = X[200:206]
     ranking = np.argsort(-np.abs(rows), axis=1)
     pgexact.set_pair_cache_limit(0)
-    want = [pgexact.pgi2(ens, rows[i:i + 1], ranking[i:i + 1], sigma=0.1, n_jobs=1, progress=False)
+    want = [pgexact.pgi2(ens, rows[i:i + 1], ranking[i:i + 1], sigma=0.5, n_jobs=1, progress=False)
             for i in range(6)]
     pgexact.set_pair_cache_limit(pgexact._core.exact.DEFAULT_PAIR_STORE_BYTES)
     got, models = [], []
     for i in range(6):
-        got.append(pgexact.pgi2(ens, rows[i:i + 1], ranking[i:i + 1], sigma=0.1, n_jobs=1,
+        got.append(pgexact.pgi2(ens, rows[i:i + 1], ranking[i:i + 1], sigma=0.5, n_jobs=1,
                                 progress=False))
         models.append(pgexact.pair_cache_info()["models"])
     assert models[1:] == [1] * 5 and pgexact.pair_cache_info()["hits"] >= 4

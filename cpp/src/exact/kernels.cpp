@@ -10,6 +10,7 @@
 
 #include "pgexact/exact/pair_kernel.hpp"
 #include "pgexact/exact/reference_kernel.hpp"
+#include "few_rows.hpp"
 #include "row_subsets.hpp"
 #include "walk_common.hpp"
 
@@ -28,7 +29,7 @@ using walk::tree_moments;
 using walk::walk_variants;
 
 double pg2_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed, Workspace& ws,
-               Pruning pruning) {
+               Pruning pruning, double tol) {
   if (noise.has_categorical()) {
     // Categorical noise: the leaf-pair kernel (pg2_pairs) or this unpruned reference.
     if (pruning != Pruning::None) throw std::invalid_argument(categorical_unsupported());
@@ -44,7 +45,7 @@ double pg2_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed
     const Variant one{ws.row, perturbed};
     const std::int32_t self = 0;
     double out = 0.0;
-    walk_variants(a, noise, &one, &self, 1, true, ws, &out);
+    walk_variants(a, noise, &one, &self, 1, tol, ws, &out);
     return out;
   }
   ws.begin_set();
@@ -149,7 +150,7 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
   noise.validate(a.n_features);
   check_perturbable(a, noise, perturbed, mask_per_row ? n_rows : 1);
   const std::int64_t d = a.n_features;
-  if (pruning == Pruning::Full && pairs_apply(a)) {
+  if (fastest(pruning) && pairs_apply(a)) {
     // A row with one effectively perturbed feature (or none) is a sweep over that feature's
     // boundaries, O(leaves) instead of the pairs its feature reaches; the others go to the
     // leaf-pair kernel. The choice is the row's own (NaN entries are never perturbed), so a
@@ -161,20 +162,29 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
       (walk::count_perturbed(noise, mask, x, d, 2) <= 1 && !noise.has_categorical() ? swept : paired).push_back(i);
     }
     if (swept.empty()) {
-      pg2_pairs(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control, tol);
+      if (pruning == Pruning::Full && few_rows_on_walks(a, noise, n_rows, FewRowsCall::Set)) {
+        pg2_few_rows(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control, tol);
+      } else {
+        pg2_pairs(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control, tol);
+      }
       return;
     }
     for_each_row(a, static_cast<std::int64_t>(swept.size()), n_threads, [&](Workspace& ws, std::int64_t k) {
       const std::int64_t i = swept[static_cast<std::size_t>(k)];
       ws.begin_row(X + i * d);
-      out[i] = pg2_row(a, noise, perturbed + (mask_per_row ? i * d : 0), ws, Pruning::Full);
+      out[i] = pg2_row(a, noise, perturbed + (mask_per_row ? i * d : 0), ws, Pruning::Full, tol);
     }, control);
     if (paired.empty() || stopped(control)) return;
     const std::vector<double> rows = gather_rows(X, d, paired);
     const std::vector<std::uint8_t> masks = gather_rows(perturbed, d, paired, mask_per_row);
     std::vector<double> values(paired.size());
-    pg2_pairs(a, noise, rows.data(), static_cast<std::int64_t>(paired.size()), masks.data(), true, n_threads,
-              values.data(), control, tol);
+    const auto n_paired = static_cast<std::int64_t>(paired.size());
+    // The choice by the call's rows (not the paired ones): pgexact.dask's blocks follow it.
+    if (pruning == Pruning::Full && few_rows_on_walks(a, noise, n_rows, FewRowsCall::Set)) {
+      pg2_few_rows(a, noise, rows.data(), n_paired, masks.data(), true, n_threads, values.data(), control, tol);
+    } else {
+      pg2_pairs(a, noise, rows.data(), n_paired, masks.data(), true, n_threads, values.data(), control, tol);
+    }
     scatter_rows(values, 1, paired, out);
     return;
   }
@@ -189,13 +199,13 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
       for (std::int64_t i = 0; i < count; ++i) {
         variants[i] = Variant{X + (r0 + i) * d, perturbed + (mask_per_row ? (r0 + i) * d : 0)};
       }
-      pg2_variants(a, noise, variants, static_cast<std::int32_t>(count), ws, out + r0);
+      pg2_variants(a, noise, variants, static_cast<std::int32_t>(count), ws, out + r0, tol, control);
     }, control);
     return;
   }
   for_each_row(a, n_rows, n_threads, [&](Workspace& ws, std::int64_t i) {
     ws.begin_row(X + i * d);
-    out[i] = pg2_row(a, noise, perturbed + (mask_per_row ? i * d : 0), ws, pruning);
+    out[i] = pg2_row(a, noise, perturbed + (mask_per_row ? i * d : 0), ws, pruning, tol);
   }, control);
 }
 
@@ -227,7 +237,11 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
       }
     }
   }
-  if (pruning == Pruning::Full && pairs_apply(a)) {
+  if (fastest(pruning) && pairs_apply(a)) {
+    if (pruning == Pruning::Full && few_rows_on_walks(a, noise, n_rows, FewRowsCall::Curve)) {
+      curve_few_rows(a, noise, X, n_rows, ranking, ranking_per_row, n_steps, n_threads, out, control, tol);
+      return;
+    }
     pg2_curve_pairs(a, noise, X, n_rows, ranking, ranking_per_row, n_steps, n_threads, out, control, tol);
     return;
   }
@@ -254,7 +268,8 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
         for (std::int64_t v = 0; v < count; ++v) {
           variants[v] = Variant{X + (r0 + (v0 + v) / n_steps) * d, masks.data() + static_cast<std::size_t>(v0 + v) * du};
         }
-        pg2_variants(a, noise, variants, static_cast<std::int32_t>(count), ws, out + r0 * n_steps + v0);
+        pg2_variants(a, noise, variants, static_cast<std::int32_t>(count), ws, out + r0 * n_steps + v0, tol,
+                     control);
       }
     }, control);
     return;
@@ -266,7 +281,7 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
     mask.assign(static_cast<std::size_t>(d), 0);
     for (std::int64_t k = 0; k < n_steps; ++k) {
       mask[rk[k]] = 1;
-      out[i * n_steps + k] = pg2_row(a, noise, mask.data(), ws, pruning);
+      out[i * n_steps + k] = pg2_row(a, noise, mask.data(), ws, pruning, tol);
     }
   }, control);
 }

@@ -1,6 +1,7 @@
 #include "pgexact/exact/ranking.hpp"
 
 #include "pgexact/exact/pair_kernel.hpp"
+#include "few_rows.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -8,10 +9,6 @@
 
 namespace pgexact {
 
-namespace {
-
-// Fills the rest of row i's ranking with the features not chosen, in index order, repeating
-// the last curve value.
 void rank_the_rest(const std::uint8_t* chosen, std::int64_t d, std::int64_t step, double current,
                    std::int64_t* ranking, double* curve) {
   for (std::int64_t j = 0; j < d && step < d; ++j) {
@@ -23,8 +20,6 @@ void rank_the_rest(const std::uint8_t* chosen, std::int64_t d, std::int64_t step
   }
 }
 
-}  // namespace
-
 void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                        int n_threads, Pruning pruning, std::int64_t* ranking_out, double* curve_out,
                        RunControl* control, double tol) {
@@ -33,7 +28,11 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
   check_values(a);
   const std::int64_t d = a.n_features;
   const auto du = static_cast<std::size_t>(d);
-  if (pruning == Pruning::Full && pairs_apply(a)) {
+  if (fastest(pruning) && pairs_apply(a)) {
+    if (pruning == Pruning::Full && few_rows_on_walks(a, noise, n_rows, FewRowsCall::Greedy)) {
+      greedy_few_rows(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, tol);
+      return;
+    }
     greedy_rank_pairs(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, tol);
     return;
   }
@@ -76,7 +75,8 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
         }
         for (std::int64_t v0 = 0; v0 < total; v0 += max_v) {
           const std::int64_t count = std::min(max_v, total - v0);
-          pg2_variants(a, noise, variants.data() + v0, static_cast<std::int32_t>(count), ws, values.data() + v0);
+          pg2_variants(a, noise, variants.data() + v0, static_cast<std::int32_t>(count), ws, values.data() + v0,
+                       std::min(tol, kDefaultTolerance), control);
         }
         for (std::int64_t i = 0; i < rows; ++i) {
           std::uint8_t* ch = chosen.data() + static_cast<std::size_t>(i) * du;
@@ -119,7 +119,7 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
       for (std::int64_t j = 0; j < d; ++j) {
         if (chosen[j] || !noise_moves(a, noise, j)) continue;
         mask[j] = 1;
-        const double v = pg2_row(a, noise, mask.data(), ws, pruning);
+        const double v = pg2_row(a, noise, mask.data(), ws, pruning, std::min(tol, kDefaultTolerance));
         mask[j] = 0;
         // Strictly greater: ties go to the lower index.
         if (v > best_value) {

@@ -356,7 +356,7 @@ constexpr std::size_t kVariantBytes = std::size_t{8} << 20;
 }  // namespace
 
 void walk_variants(const Arena& a, const Noise& noise, const Variant* variants, const std::int32_t* walked,
-                   std::int32_t n_walked, bool skipping, Workspace& ws, double* out) {
+                   std::int32_t n_walked, double tol, Workspace& ws, double* out, const RunControl* control) {
   const std::int32_t d = a.n_features;
   const std::size_t n_nodes = static_cast<std::size_t>(a.n_nodes());
   const std::size_t n_trees = static_cast<std::size_t>(a.n_trees());
@@ -430,25 +430,27 @@ void walk_variants(const Arena& a, const Noise& noise, const Variant* variants, 
       for (std::uint64_t b = live; b != 0; b &= b - 1) ++n_pairs[lowest_bit(b)];
     }
   }
-  // Certified skipping: a share of 1e-13 of each variant's diagonal part (bias^2 + sum Var) per
-  // pair; budget 0 skips nothing.
+  // Certified skipping: a tenth of tol times each variant's diagonal part (bias^2 + sum Var),
+  // shared out per pair; tol 0 skips nothing. The certificate below holds the result to tol.
   for (std::size_t w = 0; w < nw; ++w) {
-    budget[w] = skipping && n_pairs[w] > 0
-                    ? 1e-13 * (bias[w] * bias[w] + var[w]) / static_cast<double>(n_pairs[w])
+    budget[w] = tol > 0.0 && n_pairs[w] > 0
+                    ? 0.1 * tol * (bias[w] * bias[w] + var[w]) / static_cast<double>(n_pairs[w])
                     : 0.0;
   }
   VariantRecursion walk(a, ws, n_walked, budget, cov, skipped);
   for (std::size_t q = 0; q < ws.pair_live.size(); ++q) {
+    // A checkpoint every 64 tree pairs: one walk of a large model can take seconds.
+    if ((q & 63) == 0 && stopped(control)) return;
     walk.covariance(ws.partners[2 * q], ws.partners[2 * q + 1], ws.pair_live[q]);
   }
   for (std::size_t w = 0; w < nw; ++w) {
     const double total_var = var[w] + 2.0 * cov[w];
     double result = bias[w] * bias[w] + (total_var > 0.0 ? total_var : 0.0);
     out[walked[w]] = result;
-    if (2.0 * skipped[w] > 1e-12 * result) {
+    if (2.0 * skipped[w] > tol * result) {
       // The diagonal part overstated the result (strong negative covariances): this variant
       // again, alone and exactly. Only the tables in ws are reused; this loop reads locals.
-      walk_variants(a, noise, variants, walked + w, 1, false, ws, out);
+      walk_variants(a, noise, variants, walked + w, 1, 0.0, ws, out, control);
     }
   }
 }
@@ -456,7 +458,7 @@ void walk_variants(const Arena& a, const Noise& noise, const Variant* variants, 
 }  // namespace walk
 
 bool shares_walks(const Arena& a, Pruning pruning) {
-  return (pruning == Pruning::Full || pruning == Pruning::Walk) && a.max_depth <= walk::kMaxRecursionDepth;
+  return (fastest(pruning) || pruning == Pruning::Walk) && a.max_depth <= walk::kMaxRecursionDepth;
 }
 
 std::int32_t max_variants(const Arena& a) {
@@ -466,7 +468,7 @@ std::int32_t max_variants(const Arena& a) {
 }
 
 void pg2_variants(const Arena& a, const Noise& noise, const Variant* variants, std::int32_t count, Workspace& ws,
-                  double* out) {
+                  double* out, double tol, const RunControl* control) {
   if (count < 0 || count > kMaxVariants) throw std::invalid_argument("variants: at most 64 sets per walk");
   const std::int32_t d = a.n_features;
   // Variants with at most one effectively perturbed feature go to pg2_row (0 or the sweep);
@@ -478,12 +480,12 @@ void pg2_variants(const Arena& a, const Noise& noise, const Variant* variants, s
     const std::uint8_t* mv = variants[v].mask;
     if (walk::count_perturbed(noise, mv, x, d, 2) <= 1) {
       ws.begin_row(x);
-      out[v] = pg2_row(a, noise, mv, ws, Pruning::Full);
+      out[v] = pg2_row(a, noise, mv, ws, Pruning::Full, tol);
     } else {
       walked[n_walked++] = v;
     }
   }
-  if (n_walked > 0) walk::walk_variants(a, noise, variants, walked, n_walked, true, ws, out);
+  if (n_walked > 0) walk::walk_variants(a, noise, variants, walked, n_walked, tol, ws, out, control);
 }
 
 }  // namespace pgexact

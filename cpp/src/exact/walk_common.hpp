@@ -196,9 +196,12 @@ double tree_covariances_reference(const Arena& a, Workspace& ws, std::int64_t t,
 // PG2 with the single feature j perturbed: the bucket sweep (single_feature_sweep.cpp).
 double pg2_single_feature(const Arena& a, Workspace& ws, std::int32_t j);
 
-// The shared node-pair walk of several variants (shared_walks.cpp).
+// The shared node-pair walk of several variants (shared_walks.cpp): each result within tol
+// (relative) of the exact value, certified; tol 0 skips nothing. A stopped control ends the
+// walk early (its outputs are then meaningless).
 void walk_variants(const Arena& a, const Noise& noise, const Variant* variants, const std::int32_t* walked,
-                   std::int32_t n_walked, bool skipping, Workspace& ws, double* out);
+                   std::int32_t n_walked, double tol, Workspace& ws, double* out,
+                   const RunControl* control = nullptr);
 
 }  // namespace walk
 }  // namespace pgexact

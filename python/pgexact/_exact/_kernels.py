@@ -15,7 +15,9 @@ The model-side entry points (the parsers and ``Arena``) are the other seam,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Tuple
 
 import numpy as np
 
@@ -29,12 +31,37 @@ from ._tolerance import DEFAULT_TOL
 if TYPE_CHECKING:  # pragma: no cover
     from ..ensemble import TreeEnsemble
 
-__all__ = ["Kernel", "Perturbation", "PreparedCall", "bind", "clear_pair_store", "pair_store_info",
-           "set_pair_store_budget"]
+__all__ = ["Kernel", "Perturbation", "PreparedCall", "bind", "block_of_call", "clear_pair_store",
+           "pair_store_info", "set_pair_store_budget"]
 
-#: which exact kernel computes PG²: ``pairs`` (the default), ``walks``, ``separate_walks``,
-#: ``reference`` (the paper's unpruned pair walk; the values agree up to rounding)
+#: which exact kernel computes PG²: ``pairs`` (the default), ``leaf_pairs``, ``walks``,
+#: ``separate_walks``, ``reference`` (the paper's unpruned pair walk; the values agree up to
+#: rounding)
 Kernel = _core.exact.Kernel
+_FewRowsCall = _core.exact.FewRowsCall
+
+# The rows of the whole call that the calls made in this context are blocks of (None: each call
+# is a whole call). ``Kernel.pairs`` runs calls of one or two rows on the shared walks where
+# those are faster (kernels.hpp's few_rows_on_walks); a block of a larger call must take the
+# kernel that call takes, so that its rows get the same bits.
+_WHOLE_CALL_ROWS: ContextVar[Optional[int]] = ContextVar("pgexact_whole_call_rows", default=None)
+
+
+@contextmanager
+def block_of_call(n_rows: Optional[int]) -> Iterator[None]:
+    """Calls made inside are blocks of a call on ``n_rows`` rows (:mod:`pgexact.dask`).
+
+    Parameters
+    ----------
+    n_rows : int or None
+        The rows of the whole call; None when unknown (a dask DataFrame whose partition lengths
+        are not known): the blocks then take the leaf pairs, as a call of many rows does.
+    """
+    token = _WHOLE_CALL_ROWS.set(-1 if n_rows is None else int(n_rows))
+    try:
+        yield
+    finally:
+        _WHOLE_CALL_ROWS.reset(token)
 #: the perturbation of every feature as the kernels read it (built by :func:`bind`)
 Perturbation = _core.exact.Perturbation
 
@@ -127,6 +154,16 @@ class PreparedCall:
         """The progress callback of the next kernel run."""
         return self.progress.stage()
 
+    def _kernel(self, kernel: Kernel, call: Any) -> Kernel:
+        """``kernel``, or inside :func:`block_of_call` the one the whole call would run."""
+        whole = _WHOLE_CALL_ROWS.get()
+        if whole is None or kernel != Kernel.pairs:
+            return kernel
+        if whole >= 0 and _core.exact.few_rows_on_walks(self.ensemble._arena, self.perturbation,
+                                                        whole, call):
+            return kernel  # the block has at most the whole call's rows: the same choice
+        return Kernel.leaf_pairs
+
     # -- the user's positional arguments (X's order) -> the model's ------------------------------
     def feature_mask(self, features: Any) -> np.ndarray:
         """``features`` (positions in X, names or a boolean mask) as the kernels' uint8 mask."""
@@ -150,21 +187,24 @@ class PreparedCall:
         ``tol``: a validated tolerance (:mod:`pgexact._exact._tolerance`).
         """
         return _core.exact.pg2(self.ensemble._arena, self.X, mask, self.perturbation, self.threads,
-                               kernel, progress=self._stage(), tol=tol)
+                               self._kernel(kernel, _FewRowsCall.set), progress=self._stage(),
+                               tol=tol)
 
     def pg2_curve(self, ranking: np.ndarray, *, kernel: Kernel = Kernel.pairs,
                   tol: float = DEFAULT_TOL) -> np.ndarray:
         """PG² of every top-k prefix of a validated int64 ranking, ``(n, d)``."""
         return _core.exact.pg2_curve(self.ensemble._arena, self.X, ranking, self.n_features,
-                                     self.perturbation, self.threads, kernel, progress=self._stage(),
-                                     tol=tol)
+                                     self.perturbation, self.threads,
+                                     self._kernel(kernel, _FewRowsCall.curve),
+                                     progress=self._stage(), tol=tol)
 
     def greedy_rank(self, *, kernel: Kernel = Kernel.pairs,
                     tol: float = DEFAULT_TOL) -> Tuple[np.ndarray, np.ndarray]:
         """The greedy PG² ranking ``(n, d)`` int64 and the PG² of its prefixes ``(n, d)``; the
         prefixes within ``tol``, the ranking the unpruned one whatever ``tol`` is."""
         return _core.exact.greedy_rank(self.ensemble._arena, self.X, self.perturbation, self.threads,
-                                       kernel, progress=self._stage(), tol=tol)
+                                       self._kernel(kernel, _FewRowsCall.greedy),
+                                       progress=self._stage(), tol=tol)
 
     def expected(self, mask: np.ndarray) -> np.ndarray:
         """Exact ``E[f(x')]`` for a validated uint8 mask, ``(n,)``."""

@@ -51,11 +51,16 @@
 namespace pgexact {
 
 // Full: the fastest exact kernel: enumerated leaf pairs with rows in SIMD lanes
-// (pair_kernel.hpp) where it applies, else shared walks. Walk: the node-pair walks shared
-// between rows and sets. Separate: the walks without sharing (one pair recursion per PG2).
-// None: the paper's unpruned pair walk, the reference. Walk and Separate are kept for tests
-// and for before/after benchmarks in one run.
-enum class Pruning : std::uint8_t { Full = 0, None = 1, Separate = 2, Walk = 3 };
+// (pair_kernel.hpp) where it applies, except calls of one or two rows that the shared walks do
+// faster (few_rows.cpp), else shared walks. Pairs: Full without that few-row choice (a block
+// of a larger call gets that call's bits). Walk: the node-pair walks shared between rows and
+// sets. Separate: the walks without sharing (one pair recursion per PG2). None: the paper's
+// unpruned pair walk, the reference. Walk and Separate are kept for tests and for
+// before/after benchmarks in one run.
+enum class Pruning : std::uint8_t { Full = 0, None = 1, Separate = 2, Walk = 3, Pairs = 4 };
+
+// Whether the kernel is one of the two fastest (Full or Pairs).
+inline bool fastest(Pruning pruning) { return pruning == Pruning::Full || pruning == Pruning::Pairs; }
 
 // One perturbed set of one row: `mask` has n_features entries, nonzero = perturbed.
 struct Variant {
@@ -145,19 +150,30 @@ class Workspace {
 };
 
 // PG2(x, S) for the row of the last ws.begin_row; perturbed[j] != 0 marks j in S. NaN entries
-// of x are never perturbed.
+// of x are never perturbed. `tol`: as in pg2_variants (the walks' skipping).
 double pg2_row(const Arena& arena, const Noise& noise, const std::uint8_t* perturbed, Workspace& ws,
-               Pruning pruning);
+               Pruning pruning, double tol = kDefaultTolerance);
 
 // At most this many perturbed sets share one walk (one bit each).
 inline constexpr std::int32_t kMaxVariants = 64;
 
 // PG2 of `count` (row, set) variants at once, in one shared walk: out[v] for variants[v]. Any
 // rows and sets; each value is the same, bit for bit, whatever else shares the walk, and within
-// 1e-12 relative of the exact value. Requires shares_walks(arena, Pruning::Full) and count <=
-// max_variants(arena). Moves ws to the rows of the variants (call ws.begin_row again after).
+// tol relative of the exact value (certified skipping of node pairs; tol 0 skips nothing).
+// Requires shares_walks(arena, Pruning::Full) and count <= max_variants(arena). Moves ws to the
+// rows of the variants (call ws.begin_row again after). A stopped control ends it early.
 void pg2_variants(const Arena& arena, const Noise& noise, const Variant* variants, std::int32_t count,
-                  Workspace& ws, double* out);
+                  Workspace& ws, double* out, double tol = kDefaultTolerance,
+                  const RunControl* control = nullptr);
+
+// Calls of one or two rows that Pruning::Full runs on the shared walks, which cost per row,
+// rather than on the leaf pairs, whose enumeration costs per block of up to eight rows
+// (few_rows.hpp has the measurements): sets and curves of one row on trees of at most
+// kFewRowsLeaves leaves on average, greedy rankings of at most two rows; never with a feature
+// perturbed by category. `n_rows`: the rows of the whole call.
+inline constexpr double kFewRowsLeaves = 128.0;
+enum class FewRowsCall : std::uint8_t { Set, Curve, Greedy };
+bool few_rows_on_walks(const Arena& arena, const Noise& noise, std::int64_t n_rows, FewRowsCall call);
 
 // Whether pg2_variants applies: the fast kernels (Pruning::Full) and depth at most 256.
 bool shares_walks(const Arena& arena, Pruning pruning);

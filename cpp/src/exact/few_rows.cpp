@@ -1,0 +1,140 @@
+// Calls of one or two rows on the shared walks (few_rows.hpp says when and why).
+#include "few_rows.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "pgexact/exact/pair_kernel.hpp"
+
+namespace pgexact {
+
+bool few_rows_on_walks(const Arena& a, const Noise& noise, std::int64_t n_rows, FewRowsCall call) {
+  if (n_rows < 1 || noise.has_categorical() || !shares_walks(a, Pruning::Full)) return false;
+  if (call == FewRowsCall::Greedy) {
+    if (n_rows > 2) return false;
+  } else {
+    const double leaves_per_tree = static_cast<double>(a.n_leaves()) / static_cast<double>(std::max<std::int64_t>(1, a.n_trees()));
+    if (n_rows > 1 || leaves_per_tree > kFewRowsLeaves) return false;
+  }
+  return true;
+}
+
+std::int64_t few_rows_chunk(const Arena& a, std::int64_t count, int n_threads) {
+  const std::int64_t threads = resolve_threads(n_threads, count);
+  return std::max<std::int64_t>(1, std::min<std::int64_t>(max_variants(a), (count + threads - 1) / threads));
+}
+
+void walk_chunks(const Arena& a, const Noise& noise, const Variant* variants, std::int64_t count, std::int64_t chunk,
+                 int n_threads, double tol, double* out, RunControl* control) {
+  const std::int64_t n_chunks = (count + chunk - 1) / chunk;
+  // One Workspace per thread; every chunk writes only its own outputs.
+  for_each_row(a, n_chunks, n_threads, [&](Workspace& ws, std::int64_t c) {
+    const std::int64_t v0 = c * chunk;
+    pg2_variants(a, noise, variants + v0, static_cast<std::int32_t>(std::min(chunk, count - v0)), ws, out + v0, tol,
+                 control);
+  }, nullptr);
+  advance(control, n_chunks);
+}
+
+void pg2_few_rows(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
+                  const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out, RunControl* control,
+                  double tol) {
+  const std::int64_t d = a.n_features;
+  std::vector<Variant> variants(static_cast<std::size_t>(n_rows));
+  for (std::int64_t i = 0; i < n_rows; ++i) variants[static_cast<std::size_t>(i)] = Variant{X + i * d, perturbed + (mask_per_row ? i * d : 0)};
+  const std::int64_t chunk = few_rows_chunk(a, n_rows, n_threads);
+  plan(control, (n_rows + chunk - 1) / chunk);
+  walk_chunks(a, noise, variants.data(), n_rows, chunk, n_threads, tol, out, control);
+}
+
+void curve_few_rows(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
+                    const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
+                    double* out, RunControl* control, double tol) {
+  const std::int64_t d = a.n_features;
+  const auto du = static_cast<std::size_t>(d);
+  const std::int64_t total = n_rows * n_steps;
+  if (total == 0) return;
+  // Every prefix of every row is a variant: masks [row][prefix][feature].
+  std::vector<std::uint8_t> masks(static_cast<std::size_t>(total) * du, 0);
+  std::vector<Variant> variants(static_cast<std::size_t>(total));
+  for (std::int64_t v = 0; v < total; ++v) {
+    const std::int64_t i = v / n_steps;
+    const std::int64_t* rk = ranking + (ranking_per_row ? i * d : 0);
+    std::uint8_t* mv = masks.data() + static_cast<std::size_t>(v) * du;
+    for (std::int64_t q = 0; q <= v % n_steps; ++q) mv[rk[q]] = 1;
+    variants[static_cast<std::size_t>(v)] = Variant{X + i * d, mv};
+  }
+  const std::int64_t chunk = few_rows_chunk(a, total, n_threads);
+  plan(control, (total + chunk - 1) / chunk);
+  walk_chunks(a, noise, variants.data(), total, chunk, n_threads, tol, out, control);
+}
+
+void greedy_few_rows(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,
+                     std::int64_t* ranking_out, double* curve_out, RunControl* control, double tol) {
+  // The steps' values within the default tolerance whatever `tol` is: the ranking is the
+  // argmax of values at rounding level, as on the leaf-pair kernel (ranking.hpp).
+  const double step_tol = std::min(tol, kDefaultTolerance);
+  const std::int64_t d = a.n_features;
+  const auto du = static_cast<std::size_t>(d);
+  std::int64_t n_candidates = 0;
+  for (std::int64_t j = 0; j < d; ++j) n_candidates += noise_moves(a, noise, j) ? 1 : 0;
+  // The whole call's units up front (one per chunk of every step), so the bar's total holds.
+  for (std::int64_t step = 0; step < n_candidates; ++step) {
+    const std::int64_t total = n_rows * (n_candidates - step);
+    const std::int64_t chunk = few_rows_chunk(a, total, n_threads);
+    plan(control, (total + chunk - 1) / chunk);
+  }
+  std::vector<std::uint8_t> chosen(static_cast<std::size_t>(n_rows) * du, 0);
+  std::vector<double> last(static_cast<std::size_t>(n_rows), 0.0);
+  std::vector<std::uint8_t> masks;
+  std::vector<Variant> variants;
+  std::vector<double> values;
+  std::int64_t step = 0;
+  for (; step < n_candidates; ++step) {
+    if (stopped(control)) return;
+    // Each row's candidate sets S_i + {j}, in feature order.
+    const std::int64_t per_row = n_candidates - step;
+    const std::int64_t total = n_rows * per_row;
+    masks.assign(static_cast<std::size_t>(total) * du, 0);
+    variants.resize(static_cast<std::size_t>(total));
+    values.assign(static_cast<std::size_t>(total), 0.0);
+    for (std::int64_t i = 0, v = 0; i < n_rows; ++i) {
+      const std::uint8_t* ch = chosen.data() + static_cast<std::size_t>(i) * du;
+      for (std::int64_t j = 0; j < d; ++j) {
+        if (ch[j] || !noise_moves(a, noise, j)) continue;
+        std::uint8_t* mv = masks.data() + static_cast<std::size_t>(v) * du;
+        std::copy(ch, ch + d, mv);
+        mv[j] = 1;
+        variants[static_cast<std::size_t>(v)] = Variant{X + i * d, mv};
+        ++v;
+      }
+    }
+    walk_chunks(a, noise, variants.data(), total, few_rows_chunk(a, total, n_threads), n_threads, step_tol,
+                values.data(), control);
+    for (std::int64_t i = 0; i < n_rows; ++i) {
+      std::uint8_t* ch = chosen.data() + static_cast<std::size_t>(i) * du;
+      std::int64_t best = -1;
+      double best_value = -1.0;
+      for (std::int64_t j = 0, c = 0; j < d; ++j) {
+        if (ch[j] || !noise_moves(a, noise, j)) continue;
+        // Strictly greater: ties go to the lower index.
+        const double value = values[static_cast<std::size_t>(i * per_row + c)];
+        if (value > best_value) {
+          best_value = value;
+          best = j;
+        }
+        ++c;
+      }
+      ch[best] = 1;
+      last[static_cast<std::size_t>(i)] = best_value;
+      ranking_out[i * d + step] = best;
+      curve_out[i * d + step] = best_value;
+    }
+  }
+  for (std::int64_t i = 0; i < n_rows; ++i) {
+    rank_the_rest(chosen.data() + static_cast<std::size_t>(i) * du, d, step, last[static_cast<std::size_t>(i)],
+                  ranking_out + i * d, curve_out + i * d);
+  }
+}
+
+}  // namespace pgexact

@@ -1,0 +1,184 @@
+"""Calls of one or two rows on the shared walks (kernels.hpp's few_rows_on_walks).
+
+``Kernel.pairs`` runs one-row sets and curves of small trees, and greedy rankings of one or two
+rows, on the shared walks; ``Kernel.leaf_pairs`` never does. Checked here: which calls take the
+walks (their bits are the walks' own, bit for bit); that those values are within the tolerance
+of the unpruned reference and of the leaf-pair kernel; that the greedy ranking is the leaf-pair
+kernel's; that threads share a row's work without changing a bit; that the walks honour
+``tol`` (a certified bound: a loose one changes the bits, never by more than it allows); and
+that a dask block of a larger call takes that call's kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xgboost as xgb
+from sklearn.ensemble import RandomForestRegressor
+
+import pgexact
+from pgexact._core import exact as core_exact
+from pgexact._exact._kernels import Kernel, block_of_call
+from pgexact._exact._prepare import prepare_call
+
+D = 6
+Call = core_exact.FewRowsCall
+
+
+def _data(seed: int, n: int = 1500) -> tuple:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, D))
+    y = X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) + X[:, 3:].sum(axis=1) + 0.3 * rng.normal(size=n)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def small():
+    """Boosting-sized trees: at most 32 leaves each."""
+    X, y = _data(0)
+    params = dict(max_depth=5, eta=0.3, nthread=1, tree_method="hist", max_bin=64, seed=0)
+    return pgexact.load(xgb.train(params, xgb.DMatrix(X, label=y), num_boost_round=25)), X
+
+
+@pytest.fixture(scope="module")
+def deep():
+    """A forest of unbounded depth: hundreds of leaves per tree."""
+    X, y = _data(1, 800)
+    return pgexact.load(RandomForestRegressor(3, random_state=0, n_jobs=1).fit(X, y)), X
+
+
+def _close(got, want, rtol):
+    got, want = np.asarray(got), np.asarray(want)
+    assert np.all(np.abs(got - want) <= rtol * np.abs(want) + 1e-300), np.max(np.abs(got - want) / np.abs(want))
+
+
+def test_which_calls_take_the_walks(small, deep):
+    ens, X = small
+    call = prepare_call(ens, X[:1], n_jobs=1)
+    walks = [core_exact.few_rows_on_walks(ens._arena, call.perturbation, n, c)
+             for c in (Call.set, Call.curve, Call.greedy) for n in (1, 2, 3)]
+    assert walks == [True, False, False, True, False, False, True, True, False]
+    forest, _ = deep
+    assert forest.n_leaves / forest.n_trees > 128
+    assert not core_exact.few_rows_on_walks(forest._arena, call.perturbation, 1, Call.curve)
+    assert not core_exact.few_rows_on_walks(forest._arena, call.perturbation, 1, Call.set)
+    assert core_exact.few_rows_on_walks(forest._arena, call.perturbation, 2, Call.greedy)
+    assert not core_exact.few_rows_on_walks(forest._arena, call.perturbation, 0, Call.greedy)
+
+
+def test_one_row_calls_are_the_walks_bits(small):
+    """The routed calls give the walks' bits, and differ from the leaf pairs' somewhere."""
+    ens, X = small
+    rows = X[10:22]
+    ranking = np.argsort(-np.abs(rows), axis=1)
+    differs = False
+    for i in range(len(rows)):
+        call = prepare_call(ens, rows[i:i + 1], n_jobs=1)
+        rk = call.ranking(ranking[i])
+        mask = np.ones(D, np.uint8)
+        got = [call.pg2(mask), call.pg2_curve(rk), *call.greedy_rank()]
+        walks = [call.pg2(mask, kernel=Kernel.walks), call.pg2_curve(rk, kernel=Kernel.walks),
+                 *call.greedy_rank(kernel=Kernel.walks)]
+        pairs = [call.pg2(mask, kernel=Kernel.leaf_pairs), call.pg2_curve(rk, kernel=Kernel.leaf_pairs),
+                 *call.greedy_rank(kernel=Kernel.leaf_pairs)]
+        for g, w in zip(got, walks):
+            np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(got[2], pairs[2])  # the same greedy ranking
+        for g, p in zip([got[0], got[1], got[3]], [pairs[0], pairs[1], pairs[3]]):
+            _close(g, p, 2e-13)  # both within tol = 1e-13 of the exact value
+            differs = differs or not np.array_equal(g, p)
+    assert differs, "no call took a different kernel: the routing is not exercised"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_walk_route_against_the_reference(seed):
+    """Random small models, sets, curves and rankings of one row against the unpruned reference."""
+    rng = np.random.default_rng(100 + seed)
+    X, y = _data(200 + seed, 600)
+    params = dict(max_depth=int(rng.integers(2, 7)), eta=0.5, nthread=1, seed=seed,
+                  tree_method="hist", max_bin=int(rng.integers(4, 64)))
+    ens = pgexact.load(xgb.train(params, xgb.DMatrix(X, label=y), num_boost_round=int(rng.integers(3, 30))))
+    for i in range(4):
+        row = X[rng.integers(len(X))][None, :].copy()
+        if i == 3:
+            row[0, 1] = np.nan  # a missing value: never perturbed, routed as the library routes it
+        call = prepare_call(ens, row, sigma=float(rng.uniform(0.1, 1.5)), n_jobs=1)
+        mask = (rng.random(D) < 0.6).astype(np.uint8)
+        mask[rng.integers(D)] = 1
+        _close(call.pg2(mask), call.pg2(mask, kernel=Kernel.reference), 1e-12)
+        rk = call.ranking(rng.permutation(D))
+        _close(call.pg2_curve(rk), core_exact.pg2_curve(ens._arena, row, rk, D, call.perturbation, 1,
+                                                         Kernel.reference), 1e-12)
+        order, curve = call.greedy_rank()
+        ref_order, ref_curve = core_exact.greedy_rank(ens._arena, row, call.perturbation, 1, Kernel.reference)
+        np.testing.assert_array_equal(order, ref_order)
+        _close(curve, ref_curve, 1e-12)
+        assert np.all(curve >= 0)
+
+
+def test_two_row_rankings_and_threads(small, deep):
+    """Threads share one row's candidates: the same bits with 1 and 2 threads; two-row rankings
+    are each row's own."""
+    for ens, X in (small, deep):
+        rows = X[40:42]
+        one = prepare_call(ens, rows, n_jobs=1).greedy_rank()
+        two = prepare_call(ens, rows, n_jobs=2).greedy_rank()
+        for a, b in zip(one, two):
+            np.testing.assert_array_equal(a, b)
+        for i in range(2):
+            alone = prepare_call(ens, rows[i:i + 1], n_jobs=2).greedy_rank()
+            np.testing.assert_array_equal(alone[0][0], one[0][i])
+            np.testing.assert_array_equal(alone[1][0], one[1][i])
+        pairs = prepare_call(ens, rows, n_jobs=1).greedy_rank(kernel=Kernel.leaf_pairs)
+        np.testing.assert_array_equal(one[0], pairs[0])
+        _close(one[1], pairs[1], 2e-13)
+    ens, X = small
+    rk = np.argsort(-np.abs(X[50]))
+    c1 = prepare_call(ens, X[50:51], n_jobs=1)
+    c2 = prepare_call(ens, X[50:51], n_jobs=2)
+    np.testing.assert_array_equal(c1.pg2_curve(c1.ranking(rk)), c2.pg2_curve(c2.ranking(rk)))
+
+
+def test_walks_honour_tol(deep):
+    """The walks skip node pairs within tol: a loose tol changes the bits, within tol of tol=0."""
+    ens, X = deep
+    rows = X[:6]
+    call = prepare_call(ens, rows, sigma=0.8, n_jobs=1)
+    mask = np.ones(D, np.uint8)
+    exact = call.pg2(mask, kernel=Kernel.walks, tol=0.0)
+    _close(exact, call.pg2(mask, kernel=Kernel.reference), 1e-12)
+    got = {}
+    for tol in (1e-13, 1e-6, 1e-2):
+        got[tol] = call.pg2(mask, kernel=Kernel.walks, tol=tol)
+        _close(got[tol], exact, tol)
+    assert not np.array_equal(got[1e-2], got[1e-6]), "the walks' bits do not follow tol"
+
+
+def test_a_block_takes_the_kernel_of_its_whole_call(small):
+    """Inside block_of_call(n) a one-row call takes the kernel of the call on n rows."""
+    ens, X = small
+    rows = X[60:70]
+    ranking = np.argsort(-np.abs(rows), axis=1)
+    whole = pgexact.pg2_curve(ens, rows, ranking, n_jobs=1, progress=False)
+    whole_rank = pgexact.rank(ens, rows, n_jobs=1, progress=False)
+    for i in range(len(rows)):
+        with block_of_call(len(rows)):
+            np.testing.assert_array_equal(
+                pgexact.pg2_curve(ens, rows[i:i + 1], ranking[i:i + 1], n_jobs=1, progress=False)[0], whole[i])
+            np.testing.assert_array_equal(pgexact.rank(ens, rows[i:i + 1], n_jobs=1, progress=False)[0],
+                                          whole_rank[i])
+        with block_of_call(None):  # rows unknown: the leaf pairs
+            np.testing.assert_array_equal(
+                pgexact.pg2_curve(ens, rows[i:i + 1], ranking[i:i + 1], n_jobs=1, progress=False)[0], whole[i])
+        with block_of_call(1):  # a whole call of one row: the walks, as outside
+            np.testing.assert_array_equal(
+                pgexact.pg2_curve(ens, rows[i:i + 1], ranking[i:i + 1], n_jobs=1, progress=False),
+                pgexact.pg2_curve(ens, rows[i:i + 1], ranking[i:i + 1], n_jobs=1, progress=False))
+
+
+def test_categorical_noise_stays_on_the_leaf_pairs(small):
+    ens, X = small
+    call = prepare_call(ens, X[:1], noise=["normal"] * (D - 1) + [pgexact.noise.Categorical(0.5, categories=[0, 1, 2])],
+                        n_jobs=1)
+    for c in (Call.set, Call.curve, Call.greedy):
+        assert not core_exact.few_rows_on_walks(ens._arena, call.perturbation, 1, c)
