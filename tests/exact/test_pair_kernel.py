@@ -120,8 +120,11 @@ def test_more_rows_than_one_block_and_any_threads(xgb_model):
     R = np.array([np.random.default_rng(i).permutation(d) for i in range(len(rows))], dtype=np.int64)
     many = core_exact.pg2_curve(ens._arena, rows, R, d, noise, 2)
     for i in (0, 63, 64, 100, 149, 150, 152):
-        alone = core_exact.pg2_curve(ens._arena, rows[i : i + 1], R[i : i + 1], d, noise, 1)
+        alone = core_exact.pg2_curve(ens._arena, rows[i : i + 1], R[i : i + 1], d, noise, 1, Kernel.leaf_pairs)
         np.testing.assert_array_equal(many[i], alone[0])
+        # Kernel.pairs takes the shared walks for one row of trees this small (test_few_rows.py)
+        walked = core_exact.pg2_curve(ens._arena, rows[i : i + 1], R[i : i + 1], d, noise, 1)
+        np.testing.assert_allclose(walked[0], many[i], rtol=2e-13, atol=0)
 
 
 def test_every_simd_build_gives_the_same_bits(tmp_path, xgb_model):
