@@ -182,3 +182,40 @@ def test_categorical_noise_stays_on_the_leaf_pairs(small):
                         n_jobs=1)
     for c in (Call.set, Call.curve, Call.greedy):
         assert not core_exact.few_rows_on_walks(ens._arena, call.perturbation, 1, c)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_category_splits_routed_as_the_library_routes_them(seed):
+    """A model splitting by category (LightGBM's rules; codes out of range, fractions and NaN in
+    the rows), those features unperturbed: one-row calls on the walks against the leaf pairs and
+    the reference."""
+    from test_categorical_kernels import _model, _rows
+
+    ens = _model(seed, n_trees=6, depth=4)
+    rows = _rows(seed, 8)
+    noise = [None, None, "normal", "normal"]
+    for i in range(len(rows)):
+        call = prepare_call(ens, rows[i:i + 1], noise=noise, sigma=0.8, n_jobs=1)
+        assert core_exact.few_rows_on_walks(ens._arena, call.perturbation, 1, Call.curve)
+        mask = np.array([0, 0, 1, 1], np.uint8)
+        _close(call.pg2(mask), call.pg2(mask, kernel=Kernel.leaf_pairs), 2e-13)
+        _close(call.pg2(mask), call.pg2(mask, kernel=Kernel.reference), 1e-12)
+        rk = call.ranking(np.array([3, 2, 0, 1]))
+        _close(call.pg2_curve(rk), call.pg2_curve(rk, kernel=Kernel.leaf_pairs), 2e-13)
+        order, curve = call.greedy_rank()
+        ref_order, ref_curve = call.greedy_rank(kernel=Kernel.reference)
+        np.testing.assert_array_equal(order, ref_order)
+        _close(curve, ref_curve, 1e-12)
+
+
+def test_progress_counts_the_steps_of_a_row(small):
+    """A one-row greedy ranking on the walks reports one unit per chunk of each step (the bar
+    moves within the row, not only when the row is done)."""
+    ens, X = small
+    call = prepare_call(ens, X[:1], n_jobs=1)
+    for threads, units in ((1, D), (2, sum(-(-(D - k) // -(-(D - k) // 2)) for k in range(D)))):
+        reports = []
+        core_exact.greedy_rank(ens._arena, X[:1], call.perturbation, threads, Kernel.pairs,
+                               progress=lambda done, total: reports.append((done, total)))
+        assert reports[-1] == (units, units)
+        assert all(0 <= done <= total == units for done, total in reports)

@@ -27,13 +27,14 @@ std::int64_t few_rows_chunk(const Arena& a, std::int64_t count, int n_threads) {
 void walk_chunks(const Arena& a, const Noise& noise, const Variant* variants, std::int64_t count, std::int64_t chunk,
                  int n_threads, double tol, double* out, RunControl* control) {
   const std::int64_t n_chunks = (count + chunk - 1) / chunk;
-  // One Workspace per thread; every chunk writes only its own outputs.
+  // One Workspace per thread; every chunk writes only its own outputs. No control for
+  // for_each_row: the caller planned the units, and the walks check the stop flag themselves.
   for_each_row(a, n_chunks, n_threads, [&](Workspace& ws, std::int64_t c) {
     const std::int64_t v0 = c * chunk;
     pg2_variants(a, noise, variants + v0, static_cast<std::int32_t>(std::min(chunk, count - v0)), ws, out + v0, tol,
                  control);
+    advance(control, 1);
   }, nullptr);
-  advance(control, n_chunks);
 }
 
 void pg2_few_rows(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
