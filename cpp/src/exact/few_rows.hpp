@@ -9,8 +9,12 @@
 //     RandomForest(20, max_depth=10) 1.1, RandomForest(5) unbounded 0.7;
 //   greedy ranking of one row: 2.5, 1.9, 5.7, 1.9 on the first four; of two rows 1.4, 1.1,
 //     3.7, 1.1.
-// So one-row sets and curves of trees of at most kFewRowsLeaves leaves on average, and greedy
-// rankings of at most two rows, go to the walks. The choice depends on the call's rows and the
+// With two threads (the leaf pairs share a row's tree pairs among threads, the walks only its
+// prefixes or candidates) the one-row curve gained 1.5-1.7x on XGBoost, 1.2-1.3x on LightGBM and
+// HistGradientBoosting, and lost on CatBoost (0.86-0.90x), the greedy ranking still gained
+// 1.3-6.7x (bench/RESULTS.md "Few rows on the walks"). So one-row sets and curves of trees of
+// at most kFewRowsLeaves leaves on average, unless every tree is complete (CatBoost's oblivious
+// trees), and greedy rankings of at most two rows, go to the walks. The choice depends on the call's rows and the
 // model only: not on the thread count (a row gets the same bits with any number of threads),
 // nor on the pair store (a one-row call whose model's lists are kept would be a little faster
 // on them, 0.06-0.10 s against 0.13 s on XGBoost 100 x depth 6, but then its bits would

@@ -15,6 +15,7 @@
 #include "pgexact/exact/noise.hpp"
 #include "pgexact/exact/pair_passes.hpp"
 #include "pgexact/model/arena.hpp"
+#include "compensated_sum.hpp"
 
 namespace pgexact {
 namespace pairs {
@@ -35,13 +36,8 @@ inline constexpr std::size_t kMassesBytes = std::size_t{256} << 20;
 
 inline std::uint64_t bit(std::int32_t j) { return std::uint64_t{1} << j; }
 
-// Sums are compensated (Neumaier): the error stays at a few ulps of the result however many
-// terms of either sign go in, which matters where trees cancel each other out.
-inline void add_compensated(double& sum, double& comp, double x) {
-  const double t = sum + x;
-  comp += (std::fabs(sum) >= std::fabs(x)) ? (sum - t) + x : (x - t) + sum;
-  sum = t;
-}
+// Sums are compensated (compensated_sum.hpp).
+using pgexact::add_compensated;
 
 // Everything a block of rows contributes to the pair sums, laid out with rows in lanes.
 struct Lanes {

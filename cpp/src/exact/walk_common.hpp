@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pgexact/exact/kernels.hpp"
+#include "compensated_sum.hpp"
 
 namespace pgexact {
 namespace walk {
