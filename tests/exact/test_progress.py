@@ -168,18 +168,43 @@ def test_rank_estimate_is_at_least_half_its_candidates_full_passes(monkeypatch):
     below half its candidates' worth of passes with every feature perturbed."""
     from pgexact._exact import _estimate
 
+    from pgexact._exact._kernels import Kernel
+
     seen = []
 
-    def fake(call, kind, ranking, tol=None):
-        seen.append(kind)
+    def fake(call, kind, ranking, tol=None, kernel=Kernel.pairs):
+        seen.append((kind, kernel))
         return {"rank": 1.0, "pg2": 2.0}[kind]
 
     monkeypatch.setattr(_estimate, "_calibrate_once", fake)
 
     class Call:
         n_features = 9
+        walks = False
+
+        def greedy_on_walks(self):
+            return self.walks
 
     assert _estimate._calibrate(Call(), "rank", None) == 0.5 * 8 * 2.0
     assert _estimate._calibrate(Call(), "pgi2", None) == 0.5 * 8 * 2.0  # no ranking: greedy
     assert _estimate._calibrate(Call(), "pg2", None) == 2.0
-    assert seen == ["rank", "pg2", "rank", "pg2", "pg2"]
+    P = Kernel.pairs
+    assert seen == [("rank", P), ("pg2", P), ("rank", P), ("pg2", P), ("pg2", P)]
+    # a ranking of one or two rows on the shared walks: its full pass is a walk too
+    few = Call()
+    few.walks = True
+    seen.clear()
+    assert _estimate._calibrate(few, "rank", None) == 0.5 * 8 * 2.0
+    assert seen == [("rank", P), ("pg2", Kernel.walks)]
+
+
+def test_greedy_on_walks_follows_the_rows(reg_model, data):
+    from pgexact._exact._kernels import block_of_call
+    from pgexact._exact._prepare import prepare_call
+
+    X = _rows(data)
+    assert prepare_call(reg_model, X[:1]).greedy_on_walks()
+    assert prepare_call(reg_model, X[:2]).greedy_on_walks()
+    assert not prepare_call(reg_model, X[:3]).greedy_on_walks()
+    with block_of_call(len(X)):
+        assert not prepare_call(reg_model, X[:1]).greedy_on_walks()

@@ -154,6 +154,12 @@ class PreparedCall:
         """The progress callback of the next kernel run."""
         return self.progress.stage()
 
+    def greedy_on_walks(self) -> bool:
+        """Whether the greedy ranking of these rows runs on the shared walks (few rows)."""
+        return self._kernel(Kernel.pairs, _FewRowsCall.greedy) == Kernel.pairs and \
+            bool(_core.exact.few_rows_on_walks(self.ensemble._arena, self.perturbation, self.n_rows,
+                                               _FewRowsCall.greedy))
+
     def _kernel(self, kernel: Kernel, call: Any) -> Kernel:
         """``kernel``, or inside :func:`block_of_call` the one the whole call would run."""
         whole = _WHOLE_CALL_ROWS.get()
