@@ -100,41 +100,12 @@ void greedy_few_rows(const Arena& a, const Noise& noise, const double* X, std::i
     // Each row's candidate sets S_i + {j}, in feature order.
     const std::int64_t per_row = n_candidates - step;
     const std::int64_t total = n_rows * per_row;
-    masks.assign(static_cast<std::size_t>(total) * du, 0);
-    variants.resize(static_cast<std::size_t>(total));
+    greedy_step_variants(a, noise, X, n_rows, chosen.data(), total, masks, variants);
     values.assign(static_cast<std::size_t>(total), 0.0);
-    for (std::int64_t i = 0, v = 0; i < n_rows; ++i) {
-      const std::uint8_t* ch = chosen.data() + static_cast<std::size_t>(i) * du;
-      for (std::int64_t j = 0; j < d; ++j) {
-        if (ch[j] || !noise_moves(a, noise, j)) continue;
-        std::uint8_t* mv = masks.data() + static_cast<std::size_t>(v) * du;
-        std::copy(ch, ch + d, mv);
-        mv[j] = 1;
-        variants[static_cast<std::size_t>(v)] = Variant{X + i * d, mv};
-        ++v;
-      }
-    }
     walk_chunks(a, noise, variants.data(), total, few_rows_chunk(a, total, n_threads), n_threads, step_tol,
                 values.data(), control);
-    for (std::int64_t i = 0; i < n_rows; ++i) {
-      std::uint8_t* ch = chosen.data() + static_cast<std::size_t>(i) * du;
-      std::int64_t best = -1;
-      double best_value = -1.0;
-      for (std::int64_t j = 0, c = 0; j < d; ++j) {
-        if (ch[j] || !noise_moves(a, noise, j)) continue;
-        // Strictly greater: ties go to the lower index.
-        const double value = values[static_cast<std::size_t>(i * per_row + c)];
-        if (value > best_value) {
-          best_value = value;
-          best = j;
-        }
-        ++c;
-      }
-      ch[best] = 1;
-      last[static_cast<std::size_t>(i)] = best_value;
-      ranking_out[i * d + step] = best;
-      curve_out[i * d + step] = best_value;
-    }
+    greedy_step_choose(a, noise, n_rows, step, per_row, values.data(), chosen.data(), last.data(), ranking_out,
+                       curve_out);
   }
   for (std::int64_t i = 0; i < n_rows; ++i) {
     rank_the_rest(chosen.data() + static_cast<std::size_t>(i) * du, d, step, last[static_cast<std::size_t>(i)],

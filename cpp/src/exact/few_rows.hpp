@@ -30,6 +30,7 @@
 // (few_rows_on_walks, the choice itself, is declared in kernels.hpp.)
 
 #include <cstdint>
+#include <vector>
 
 #include "pgexact/exact/kernels.hpp"
 
@@ -53,6 +54,16 @@ void curve_few_rows(const Arena& arena, const Noise& noise, const double* X, std
 void greedy_few_rows(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                      int n_threads, std::int64_t* ranking_out, double* curve_out, RunControl* control,
                      double tol);
+
+// One greedy step of `rows` rows (ranking.cpp): the variants, each row's candidate sets S_i + {j}
+// in feature order (`total` of them), and the choice, per row the best candidate (ties to the
+// lower index), recorded in chosen, last (its value), ranking_out and curve_out at `step`.
+void greedy_step_variants(const Arena& arena, const Noise& noise, const double* X, std::int64_t rows,
+                          const std::uint8_t* chosen, std::int64_t total, std::vector<std::uint8_t>& masks,
+                          std::vector<Variant>& variants);
+void greedy_step_choose(const Arena& arena, const Noise& noise, std::int64_t rows, std::int64_t step,
+                        std::int64_t per_row, const double* values, std::uint8_t* chosen, double* last,
+                        std::int64_t* ranking_out, double* curve_out);
 
 // Fills the rest of a row's ranking with the features not chosen, in index order, repeating the
 // last curve value (ranking.cpp).

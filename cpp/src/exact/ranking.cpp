@@ -20,6 +20,51 @@ void rank_the_rest(const std::uint8_t* chosen, std::int64_t d, std::int64_t step
   }
 }
 
+void greedy_step_variants(const Arena& a, const Noise& noise, const double* X, std::int64_t rows,
+                          const std::uint8_t* chosen, std::int64_t total, std::vector<std::uint8_t>& masks,
+                          std::vector<Variant>& variants) {
+  const std::int64_t d = a.n_features;
+  const auto du = static_cast<std::size_t>(d);
+  masks.assign(static_cast<std::size_t>(total) * du, 0);
+  variants.resize(static_cast<std::size_t>(total));
+  for (std::int64_t i = 0, v = 0; i < rows; ++i) {
+    const std::uint8_t* ch = chosen + static_cast<std::size_t>(i) * du;
+    for (std::int64_t j = 0; j < d; ++j) {
+      if (ch[j] || !noise_moves(a, noise, j)) continue;
+      std::uint8_t* mv = masks.data() + static_cast<std::size_t>(v) * du;
+      std::copy(ch, ch + d, mv);
+      mv[j] = 1;
+      variants[static_cast<std::size_t>(v)] = Variant{X + i * d, mv};
+      ++v;
+    }
+  }
+}
+
+void greedy_step_choose(const Arena& a, const Noise& noise, std::int64_t rows, std::int64_t step, std::int64_t per_row,
+                        const double* values, std::uint8_t* chosen, double* last, std::int64_t* ranking_out,
+                        double* curve_out) {
+  const std::int64_t d = a.n_features;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    std::uint8_t* ch = chosen + static_cast<std::size_t>(i) * static_cast<std::size_t>(d);
+    std::int64_t best = -1;
+    double best_value = -1.0;
+    for (std::int64_t j = 0, c = 0; j < d; ++j) {
+      if (ch[j] || !noise_moves(a, noise, j)) continue;
+      // Strictly greater: ties go to the lower index.
+      const double value = values[i * per_row + c];
+      if (value > best_value) {
+        best_value = value;
+        best = j;
+      }
+      ++c;
+    }
+    ch[best] = 1;
+    last[i] = best_value;
+    ranking_out[i * d + step] = best;
+    curve_out[i * d + step] = best_value;
+  }
+}
+
 void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                        int n_threads, Pruning pruning, std::int64_t* ranking_out, double* curve_out,
                        RunControl* control, double tol) {
@@ -59,44 +104,15 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
       for (; step < n_candidates; ++step) {
         const std::int64_t per_row = n_candidates - step;
         const std::int64_t total = rows * per_row;
-        masks.assign(static_cast<std::size_t>(total) * du, 0);
-        variants.resize(static_cast<std::size_t>(total));
+        greedy_step_variants(a, noise, X + r0 * d, rows, chosen.data(), total, masks, variants);
         values.assign(static_cast<std::size_t>(total), 0.0);
-        for (std::int64_t i = 0, v = 0; i < rows; ++i) {
-          const std::uint8_t* ch = chosen.data() + static_cast<std::size_t>(i) * du;
-          for (std::int64_t j = 0; j < d; ++j) {
-            if (ch[j] || !noise_moves(a, noise, j)) continue;
-            std::uint8_t* mv = masks.data() + static_cast<std::size_t>(v) * du;
-            std::copy(ch, ch + d, mv);
-            mv[j] = 1;
-            variants[static_cast<std::size_t>(v)] = Variant{X + (r0 + i) * d, mv};
-            ++v;
-          }
-        }
         for (std::int64_t v0 = 0; v0 < total; v0 += max_v) {
           const std::int64_t count = std::min(max_v, total - v0);
           pg2_variants(a, noise, variants.data() + v0, static_cast<std::int32_t>(count), ws, values.data() + v0,
                        std::min(tol, kDefaultTolerance), control);
         }
-        for (std::int64_t i = 0; i < rows; ++i) {
-          std::uint8_t* ch = chosen.data() + static_cast<std::size_t>(i) * du;
-          std::int64_t best = -1;
-          double best_value = -1.0;
-          for (std::int64_t j = 0, c = 0; j < d; ++j) {
-            if (ch[j] || !noise_moves(a, noise, j)) continue;
-            // Strictly greater: ties go to the lower index.
-            const double value = values[static_cast<std::size_t>(i * per_row + c)];
-            if (value > best_value) {
-              best_value = value;
-              best = j;
-            }
-            ++c;
-          }
-          ch[best] = 1;
-          last[static_cast<std::size_t>(i)] = best_value;
-          ranking_out[(r0 + i) * d + step] = best;
-          curve_out[(r0 + i) * d + step] = best_value;
-        }
+        greedy_step_choose(a, noise, rows, step, per_row, values.data(), chosen.data(), last.data(),
+                           ranking_out + r0 * d, curve_out + r0 * d);
       }
       for (std::int64_t i = 0; i < rows; ++i) {
         rank_the_rest(chosen.data() + static_cast<std::size_t>(i) * du, d, step, last[static_cast<std::size_t>(i)],
