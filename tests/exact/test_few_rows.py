@@ -258,3 +258,29 @@ def test_walks_sum_tree_pairs_compensated():
     walks = core_exact.pg2(arena, X, mask, noise, 1, Kernel.walks)
     pairs = core_exact.pg2(arena, X, mask, noise, 1, Kernel.leaf_pairs)
     _close(walks, pairs, 1e-12)
+
+
+def test_over_64_features_one_row_shares_its_prefixes_among_threads():
+    """Over 64 features the walks run whatever the rows; a row's prefixes and greedy candidates
+    are shared out among the threads when the rows are too few: the bits of a call of three
+    rows (row blocks) with any thread count, and within 1e-12 of the reference."""
+    rng = np.random.default_rng(7)
+    d = 70
+    X = rng.normal(size=(600, d))
+    y = X[:, :6].sum(axis=1) + X[:, 6] * X[:, 7] + 0.1 * rng.normal(size=600)
+    params = dict(max_depth=4, eta=0.3, nthread=1, seed=0, colsample_bynode=0.5)
+    ens = pgexact.load(xgb.train(params, xgb.DMatrix(X, label=y), num_boost_round=8))
+    rows = X[:3]
+    rk = np.argsort(-np.abs(rows), axis=1)
+    three = prepare_call(ens, rows, n_jobs=1)
+    curve3 = three.pg2_curve(three.ranking(rk))
+    order3, gains3 = three.greedy_rank()
+    for threads in (1, 2):
+        one = prepare_call(ens, rows[:1], n_jobs=threads)
+        np.testing.assert_array_equal(one.pg2_curve(one.ranking(rk[:1])), curve3[:1])
+        order, gains = one.greedy_rank()
+        np.testing.assert_array_equal(order, order3[:1])
+        np.testing.assert_array_equal(gains, gains3[:1])
+    one = prepare_call(ens, rows[:1], n_jobs=2)
+    ref = core_exact.pg2_curve(ens._arena, rows[:1], one.ranking(rk[:1]), d, one.perturbation, 1, Kernel.reference)
+    _close(curve3[:1], ref, 1e-12)

@@ -247,6 +247,12 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
   }
   if (noise.has_categorical() && pruning != Pruning::None) throw std::invalid_argument(categorical_unsupported());
   if (shares_walks(a, pruning) && n_steps > 0) {
+    if (n_rows <= 2) {
+      // Too few rows to give every thread a block: the prefixes are shared out instead (each
+      // prefix's value does not depend on which share its walk, so the bits are the same).
+      curve_few_rows(a, noise, X, n_rows, ranking, ranking_per_row, n_steps, n_threads, out, control, tol);
+      return;
+    }
     // Blocks of rows; every prefix of every row of a block is a variant, walked in chunks of
     // at most max_variants(a).
     const std::int64_t max_v = max_variants(a);

@@ -85,6 +85,12 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
   std::int64_t n_candidates = 0;
   for (std::int64_t j = 0; j < d; ++j) n_candidates += noise_moves(a, noise, j) ? 1 : 0;
   if (shares_walks(a, pruning) && n_candidates > 0) {
+    if (n_rows <= 2) {
+      // Too few rows to give every thread a block: each step's candidates are shared out
+      // instead (the same bits: a candidate's value does not depend on which share its walk).
+      greedy_few_rows(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, tol);
+      return;
+    }
     // Blocks of rows ranked in lockstep: at each step every candidate set S_i + {j} of every
     // row of the block is a variant, walked in chunks of at most max_variants(a). The sets of
     // one row share the states of S_i; rows share what their walks have in common.
