@@ -67,8 +67,8 @@ def test_which_calls_take_the_walks(small, deep):
     # complete trees (CatBoost's oblivious trees): curves and sets stay on the leaf pairs
     from catboost import CatBoostRegressor
 
-    cat = pgexact.load(CatBoostRegressor(iterations=20, depth=4, verbose=0, thread_count=1,
-                                         random_seed=0).fit(X[:300], X[:300, 0]))
+    cat = pgexact.load(CatBoostRegressor(iterations=20, depth=4, verbose=0, thread_count=1, random_seed=0,
+                                         allow_writing_files=False).fit(X[:300], X[:300, 0]))
     assert cat.n_leaves == cat.n_trees * 2 ** 4
     c = prepare_call(cat, X[:1], n_jobs=1)
     assert [core_exact.few_rows_on_walks(cat._arena, c.perturbation, 1, k)
