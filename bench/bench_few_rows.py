@@ -58,14 +58,15 @@ def housing_models(data_dir: str, big: bool) -> List[Tuple[str, Any, np.ndarray]
         ("HistGradientBoostingRegressor()", HistGradientBoostingRegressor(random_state=0)),
         ("LGBMRegressor()", lgb.LGBMRegressor(random_state=0, n_jobs=1, verbose=-1)),
         ("XGBRegressor()", xgb.XGBRegressor(random_state=0, nthread=1)),
-        ("CatBoostRegressor(iterations=200)", CatBoostRegressor(iterations=200, random_seed=0, verbose=0, allow_writing_files=False,
-                                                                thread_count=1)),
+        ("CatBoostRegressor(iterations=200)", CatBoostRegressor(iterations=200, random_seed=0, verbose=0,
+                                                                thread_count=1, allow_writing_files=False)),
         ("RandomForestRegressor(20, max_depth=10)", RandomForestRegressor(20, max_depth=10, random_state=0,
                                                                           n_jobs=2)),
         ("RandomForestRegressor(5) (unbounded depth)", RandomForestRegressor(5, random_state=0, n_jobs=2)),
     ]
     if big:
-        out.append(("CatBoostRegressor() (1000 trees)", CatBoostRegressor(random_seed=0, verbose=0, thread_count=2, allow_writing_files=False)))
+        out.append(("CatBoostRegressor() (1000 trees)",
+                    CatBoostRegressor(random_seed=0, verbose=0, thread_count=2, allow_writing_files=False)))
     return [(f"{name} on housing", m.fit(Xtr, ytr), Xte) for name, m in out]
 
 
