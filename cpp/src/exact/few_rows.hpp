@@ -39,8 +39,9 @@ namespace pgexact {
 // Variants per walk when `count` variants are shared out over the threads of `n_threads`.
 std::int64_t few_rows_chunk(const Arena& arena, std::int64_t count, int n_threads);
 
-// pg2_variants over `count` variants in chunks of `chunk`, the chunks in parallel; each chunk
-// is one unit of the control's progress (the caller plans them) and a checkpoint.
+// pg2_variants over `count` variants in chunks of at most `chunk`, dealt round the chunks (a
+// curve's prefixes differ in cost), the chunks in parallel; each chunk is one unit of the
+// control's progress (the caller plans them) and a checkpoint.
 void walk_chunks(const Arena& arena, const Noise& noise, const Variant* variants, std::int64_t count,
                  std::int64_t chunk, int n_threads, double tol, double* out, RunControl* control);
 
