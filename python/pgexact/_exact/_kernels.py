@@ -38,6 +38,8 @@ __all__ = ["Kernel", "Perturbation", "PreparedCall", "bind", "block_of_call", "c
 #: ``separate_walks``, ``reference`` (the paper's unpruned pair walk; the values agree up to
 #: rounding)
 Kernel = _core.exact.Kernel
+#: the perturbation of every feature as the kernels read it (built by :func:`bind`)
+Perturbation = _core.exact.Perturbation
 _FewRowsCall = _core.exact.FewRowsCall
 
 # The rows of the whole call that the calls made in this context are blocks of (None: each call
@@ -54,16 +56,14 @@ def block_of_call(n_rows: Optional[int]) -> Iterator[None]:
     Parameters
     ----------
     n_rows : int or None
-        The rows of the whole call; None when unknown (a dask DataFrame whose partition lengths
-        are not known): the blocks then take the leaf pairs, as a call of many rows does.
+        The rows of the whole call; None when unknown (a dask array whose chunk sizes are not
+        known): the blocks then take the leaf pairs, as a call of many rows does.
     """
     token = _WHOLE_CALL_ROWS.set(-1 if n_rows is None else int(n_rows))
     try:
         yield
     finally:
         _WHOLE_CALL_ROWS.reset(token)
-#: the perturbation of every feature as the kernels read it (built by :func:`bind`)
-Perturbation = _core.exact.Perturbation
 
 
 def bind(noise: KernelNoise) -> Perturbation:

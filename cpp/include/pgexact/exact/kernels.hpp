@@ -175,7 +175,7 @@ inline constexpr double kFewRowsLeaves = 128.0;
 enum class FewRowsCall : std::uint8_t { Set, Curve, Greedy };
 bool few_rows_on_walks(const Arena& arena, const Noise& noise, std::int64_t n_rows, FewRowsCall call);
 
-// Whether pg2_variants applies: the fast kernels (Pruning::Full) and depth at most 256.
+// Whether pg2_variants applies: the fastest kernels (Full, Pairs) or Walk, and depth at most 256.
 bool shares_walks(const Arena& arena, Pruning pruning);
 
 // Variants per shared walk (at most kMaxVariants) so that the per-variant tables stay within a
