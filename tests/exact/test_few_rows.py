@@ -221,11 +221,12 @@ def test_category_splits_routed_as_the_library_routes_them(seed):
 
 
 def test_progress_counts_the_steps_of_a_row(small):
-    """A one-row greedy ranking on the walks reports one unit per chunk of each step (the bar
-    moves within the row, not only when the row is done)."""
+    """A one-row greedy ranking on the walks reports k + 1 units per chunk of step k (the bar
+    moves within the row, not only when the row is done, and later steps weigh more)."""
     ens, X = small
     call = prepare_call(ens, X[:1], n_jobs=1)
-    for threads, units in ((1, D), (2, sum(-(-(D - k) // -(-(D - k) // 2)) for k in range(D)))):
+    chunks2 = [-(-(D - k) // -(-(D - k) // 2)) for k in range(D)]
+    for threads, units in ((1, D * (D + 1) // 2), (2, sum((k + 1) * c for k, c in enumerate(chunks2)))):
         reports = []
         core_exact.greedy_rank(ens._arena, X[:1], call.perturbation, threads, Kernel.pairs,
                                progress=lambda done, total: reports.append((done, total)))

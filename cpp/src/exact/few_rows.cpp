@@ -29,7 +29,7 @@ std::int64_t few_rows_chunk(const Arena& a, std::int64_t count, int n_threads) {
 }
 
 void walk_chunks(const Arena& a, const Noise& noise, const Variant* variants, std::int64_t count, std::int64_t chunk,
-                 int n_threads, double tol, double* out, RunControl* control) {
+                 int n_threads, double tol, double* out, RunControl* control, std::int64_t units) {
   const std::int64_t n_chunks = (count + chunk - 1) / chunk;
   if (resolve_threads(n_threads, n_chunks) == 1) {
     // One thread: consecutive variants (prefixes, candidates of a row) share the most.
@@ -37,7 +37,7 @@ void walk_chunks(const Arena& a, const Noise& noise, const Variant* variants, st
     for (std::int64_t v0 = 0; v0 < count; v0 += chunk) {
       pg2_variants(a, noise, variants + v0, static_cast<std::int32_t>(std::min(chunk, count - v0)), ws, out + v0,
                    tol, control);
-      advance(control, 1);
+      advance(control, units);
     }
     return;
   }
@@ -59,7 +59,7 @@ void walk_chunks(const Arena& a, const Noise& noise, const Variant* variants, st
     const std::int64_t v0 = first[static_cast<std::size_t>(c)];
     const std::int64_t n = first[static_cast<std::size_t>(c) + 1] - v0;
     pg2_variants(a, noise, dealt.data() + v0, static_cast<std::int32_t>(n), ws, values.data() + v0, tol, control);
-    advance(control, 1);
+    advance(control, units);
   }, nullptr);
   for (std::int64_t c = 0, k = 0; c < n_chunks; ++c) {
     for (std::int64_t v = c; v < count; v += n_chunks) out[v] = values[static_cast<std::size_t>(k++)];
@@ -108,11 +108,13 @@ void greedy_few_rows(const Arena& a, const Noise& noise, const double* X, std::i
   const auto du = static_cast<std::size_t>(d);
   std::int64_t n_candidates = 0;
   for (std::int64_t j = 0; j < d; ++j) n_candidates += noise_moves(a, noise, j) ? 1 : 0;
-  // The whole call's units up front (one per chunk of every step), so the bar's total holds.
+  // The whole call's units up front, so the bar's total holds: a chunk of step k counts k + 1,
+  // the size of its sets (a walk costs more the more features it perturbs, so a count per chunk
+  // alone made the first seconds of a call project it too short).
   for (std::int64_t step = 0; step < n_candidates; ++step) {
     const std::int64_t total = n_rows * (n_candidates - step);
     const std::int64_t chunk = few_rows_chunk(a, total, n_threads);
-    plan(control, (total + chunk - 1) / chunk);
+    plan(control, (step + 1) * ((total + chunk - 1) / chunk));
   }
   std::vector<std::uint8_t> chosen(static_cast<std::size_t>(n_rows) * du, 0);
   std::vector<double> last(static_cast<std::size_t>(n_rows), 0.0);
@@ -128,7 +130,7 @@ void greedy_few_rows(const Arena& a, const Noise& noise, const double* X, std::i
     greedy_step_variants(a, noise, X, n_rows, chosen.data(), total, masks, variants);
     values.assign(static_cast<std::size_t>(total), 0.0);
     walk_chunks(a, noise, variants.data(), total, few_rows_chunk(a, total, n_threads), n_threads, step_tol,
-                values.data(), control);
+                values.data(), control, step + 1);
     greedy_step_choose(a, noise, n_rows, step, per_row, values.data(), chosen.data(), last.data(), ranking_out,
                        curve_out);
   }

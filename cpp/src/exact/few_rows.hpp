@@ -40,10 +40,11 @@ namespace pgexact {
 std::int64_t few_rows_chunk(const Arena& arena, std::int64_t count, int n_threads);
 
 // pg2_variants over `count` variants in chunks of at most `chunk`, dealt round the chunks (a
-// curve's prefixes differ in cost), the chunks in parallel; each chunk is one unit of the
+// curve's prefixes differ in cost), the chunks in parallel; each chunk is `units` units of the
 // control's progress (the caller plans them) and a checkpoint.
 void walk_chunks(const Arena& arena, const Noise& noise, const Variant* variants, std::int64_t count,
-                 std::int64_t chunk, int n_threads, double tol, double* out, RunControl* control);
+                 std::int64_t chunk, int n_threads, double tol, double* out, RunControl* control,
+                 std::int64_t units = 1);
 
 // The drivers' few-row paths: as pg2_batch, pg2_curve_batch and greedy_rank_batch.
 void pg2_few_rows(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
