@@ -11,6 +11,8 @@ that a dask block of a larger call takes that call's kernel.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import xgboost as xgb
@@ -73,6 +75,19 @@ def test_which_calls_take_the_walks(small, deep):
     c = prepare_call(cat, X[:1], n_jobs=1)
     assert [core_exact.few_rows_on_walks(cat._arena, c.perturbation, 1, k)
             for k in (Call.set, Call.curve, Call.greedy)] == [False, False, True]
+    # their greedy rankings take the walks up to four rows
+    assert [core_exact.few_rows_on_walks(cat._arena, c.perturbation, n, Call.greedy)
+            for n in (2, 3, 4, 5)] == [True, True, True, False]
+    rows = X[:4]
+    with warnings.catch_warnings():  # σ against the spread of four rows: not the point here
+        warnings.simplefilter("ignore", UserWarning)
+        four = prepare_call(cat, rows, n_jobs=2).greedy_rank()
+    pairs = prepare_call(cat, rows, n_jobs=1).greedy_rank(kernel=Kernel.leaf_pairs)
+    np.testing.assert_array_equal(four[0], pairs[0])
+    _close(four[1], pairs[1], 2e-13)
+    for i in range(4):
+        alone = prepare_call(cat, rows[i:i + 1], n_jobs=1).greedy_rank()
+        np.testing.assert_array_equal(alone[1][0], four[1][i])
 
 
 def test_one_row_calls_are_the_walks_bits(small):
