@@ -84,20 +84,11 @@ void pg2_few_rows(const Arena& a, const Noise& noise, const double* X, std::int6
 void curve_few_rows(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                     const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
                     double* out, RunControl* control, double tol) {
-  const std::int64_t d = a.n_features;
-  const auto du = static_cast<std::size_t>(d);
   const std::int64_t total = n_rows * n_steps;
   if (total == 0) return;
-  // Every prefix of every row is a variant: masks [row][prefix][feature].
-  std::vector<std::uint8_t> masks(static_cast<std::size_t>(total) * du, 0);
-  std::vector<Variant> variants(static_cast<std::size_t>(total));
-  for (std::int64_t v = 0; v < total; ++v) {
-    const std::int64_t i = v / n_steps;
-    const std::int64_t* rk = ranking + (ranking_per_row ? i * d : 0);
-    std::uint8_t* mv = masks.data() + static_cast<std::size_t>(v) * du;
-    for (std::int64_t q = 0; q <= v % n_steps; ++q) mv[rk[q]] = 1;
-    variants[static_cast<std::size_t>(v)] = Variant{X + i * d, mv};
-  }
+  std::vector<std::uint8_t> masks;
+  std::vector<Variant> variants;
+  curve_prefix_variants(a, X, n_rows, ranking, ranking_per_row, n_steps, masks, variants);
   const std::int64_t chunk = few_rows_chunk(a, total, n_threads);
   plan(control, (total + chunk - 1) / chunk);
   walk_chunks(a, noise, variants.data(), total, chunk, n_threads, tol, out, control);

@@ -59,6 +59,12 @@ void greedy_few_rows(const Arena& arena, const Noise& noise, const double* X, st
                      int n_threads, std::int64_t* ranking_out, double* curve_out, RunControl* control,
                      double tol);
 
+// Every prefix of every one of `rows` rows as a variant, [row][prefix] (kernels.cpp); masks
+// [row][prefix][feature]. `ranking`: the first row's (or the only) ranking.
+void curve_prefix_variants(const Arena& arena, const double* X, std::int64_t rows, const std::int64_t* ranking,
+                           bool ranking_per_row, std::int64_t n_steps, std::vector<std::uint8_t>& masks,
+                           std::vector<Variant>& variants);
+
 // One greedy step of `rows` rows (ranking.cpp): the variants, each row's candidate sets S_i + {j}
 // in feature order (`total` of them), and the choice, per row the best candidate (ties to the
 // lower index), recorded in chosen, last (its value), ranking_out and curve_out at `step`.

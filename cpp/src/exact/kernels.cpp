@@ -209,6 +209,23 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
   }, control);
 }
 
+void curve_prefix_variants(const Arena& a, const double* X, std::int64_t rows, const std::int64_t* ranking,
+                           bool ranking_per_row, std::int64_t n_steps, std::vector<std::uint8_t>& masks,
+                           std::vector<Variant>& variants) {
+  const std::int64_t d = a.n_features;
+  const auto du = static_cast<std::size_t>(d);
+  const std::int64_t total = rows * n_steps;
+  masks.assign(static_cast<std::size_t>(total) * du, 0);
+  variants.resize(static_cast<std::size_t>(total));
+  for (std::int64_t v = 0; v < total; ++v) {
+    const std::int64_t i = v / n_steps;
+    const std::int64_t* rk = ranking + (ranking_per_row ? i * d : 0);
+    std::uint8_t* mv = masks.data() + static_cast<std::size_t>(v) * du;
+    for (std::int64_t q = 0; q <= v % n_steps; ++q) mv[rk[q]] = 1;
+    variants[static_cast<std::size_t>(v)] = Variant{X + i * d, mv};
+  }
+}
+
 void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                      const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps,
                      int n_threads, Pruning pruning, double* out, RunControl* control, double tol) {
@@ -257,25 +274,16 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
     // at most max_variants(a).
     const std::int64_t max_v = max_variants(a);
     const std::int64_t block = rows_per_block(n_rows, n_threads, std::max<std::int64_t>(1, max_v / n_steps));
-    const auto du = static_cast<std::size_t>(d);
     for_each_row(a, (n_rows + block - 1) / block, n_threads, [&](Workspace& ws, std::int64_t b) {
       const std::int64_t r0 = b * block;
-      const std::int64_t total = std::min(block, n_rows - r0) * n_steps;
-      auto& masks = ws.variant_masks;
-      masks.assign(static_cast<std::size_t>(total) * du, 0);
-      for (std::int64_t v = 0; v < total; ++v) {
-        const std::int64_t i = r0 + v / n_steps;
-        const std::int64_t* rk = ranking + (ranking_per_row ? i * d : 0);
-        for (std::int64_t q = 0; q <= v % n_steps; ++q) masks[static_cast<std::size_t>(v) * du + static_cast<std::size_t>(rk[q])] = 1;
-      }
-      Variant variants[kMaxVariants];
+      const std::int64_t rows = std::min(block, n_rows - r0);
+      const std::int64_t total = rows * n_steps;
+      curve_prefix_variants(a, X + r0 * d, rows, ranking + (ranking_per_row ? r0 * d : 0), ranking_per_row, n_steps,
+                            ws.variant_masks, ws.row_variants);
       for (std::int64_t v0 = 0; v0 < total; v0 += max_v) {
         const std::int64_t count = std::min(max_v, total - v0);
-        for (std::int64_t v = 0; v < count; ++v) {
-          variants[v] = Variant{X + (r0 + (v0 + v) / n_steps) * d, masks.data() + static_cast<std::size_t>(v0 + v) * du};
-        }
-        pg2_variants(a, noise, variants, static_cast<std::int32_t>(count), ws, out + r0 * n_steps + v0, tol,
-                     control);
+        pg2_variants(a, noise, ws.row_variants.data() + v0, static_cast<std::int32_t>(count), ws,
+                     out + r0 * n_steps + v0, tol, control);
       }
     }, control);
     return;
