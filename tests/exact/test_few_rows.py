@@ -1,12 +1,14 @@
-"""Calls of one or two rows on the shared walks (kernels.hpp's few_rows_on_walks).
+"""Calls of one or two rows on the walks (kernels.hpp's few_rows_on_walks).
 
-``Kernel.pairs`` runs one-row sets and curves of small trees, and greedy rankings of one or two
-rows, on the shared walks; ``Kernel.leaf_pairs`` never does. Checked here: which calls take the
-walks (their bits are the walks' own, bit for bit); that those values are within the tolerance
-of the unpruned reference and of the leaf-pair kernel; that the greedy ranking is the leaf-pair
-kernel's; that threads share a row's work without changing a bit; that the walks honour
-``tol`` (a certified bound: a loose one changes the bits, never by more than it allows); and
-that a dask block of a larger call takes that call's kernel.
+``Kernel.pairs`` runs one-row sets and curves on one walk over the union of the row's sets
+(union_walk.hpp), and greedy rankings of one or two rows on the shared walks (their bits are
+``Kernel.walks``' own); ``Kernel.leaf_pairs`` never does either. Checked here: which calls take
+the walks; that their values are within the tolerance of the unpruned reference and of the
+other kernels, on boosting trees, deep forests, complete (CatBoost) trees, NaN and over 64
+features; that the greedy ranking is the leaf-pair kernel's; that threads share a row's work
+without changing a bit; that the walks honour ``tol`` (a certified bound: a loose one changes
+the bits, never by more than it allows); and that a dask block of a larger call takes that
+call's kernel.
 """
 
 from __future__ import annotations
@@ -62,11 +64,12 @@ def test_which_calls_take_the_walks(small, deep):
     assert walks == [True, False, False, True, False, False, True, True, False]
     forest, _ = deep
     assert forest.n_leaves / forest.n_trees > 128
-    assert not core_exact.few_rows_on_walks(forest._arena, call.perturbation, 1, Call.curve)
-    assert not core_exact.few_rows_on_walks(forest._arena, call.perturbation, 1, Call.set)
-    assert core_exact.few_rows_on_walks(forest._arena, call.perturbation, 2, Call.greedy)
+    # one row's sets and curves whatever the trees; greedy rankings of one or two rows
+    assert [core_exact.few_rows_on_walks(forest._arena, call.perturbation, n, c)
+            for c in (Call.set, Call.curve, Call.greedy) for n in (1, 2, 3)] == walks
     assert not core_exact.few_rows_on_walks(forest._arena, call.perturbation, 0, Call.greedy)
-    # complete trees (CatBoost's oblivious trees): curves and sets stay on the leaf pairs
+    assert not core_exact.few_rows_on_walks(forest._arena, call.perturbation, 0, Call.curve)
+    # complete trees (CatBoost's oblivious trees) too
     from catboost import CatBoostRegressor
 
     cat = pgexact.load(CatBoostRegressor(iterations=20, depth=4, verbose=0, thread_count=1, random_seed=0,
@@ -74,7 +77,7 @@ def test_which_calls_take_the_walks(small, deep):
     assert cat.n_leaves == cat.n_trees * 2 ** 4
     c = prepare_call(cat, X[:1], n_jobs=1)
     assert [core_exact.few_rows_on_walks(cat._arena, c.perturbation, 1, k)
-            for k in (Call.set, Call.curve, Call.greedy)] == [False, False, True]
+            for k in (Call.set, Call.curve, Call.greedy)] == [True, True, True]
     # their greedy rankings take the walks up to four rows
     assert [core_exact.few_rows_on_walks(cat._arena, c.perturbation, n, Call.greedy)
             for n in (2, 3, 4, 5)] == [True, True, True, False]
@@ -90,28 +93,92 @@ def test_which_calls_take_the_walks(small, deep):
         np.testing.assert_array_equal(alone[1][0], four[1][i])
 
 
-def test_one_row_calls_are_the_walks_bits(small):
-    """The routed calls give the walks' bits, and differ from the leaf pairs' somewhere."""
-    ens, X = small
-    rows = X[10:22]
-    ranking = np.argsort(-np.abs(rows), axis=1)
-    differs = False
-    for i in range(len(rows)):
-        call = prepare_call(ens, rows[i:i + 1], n_jobs=1)
-        rk = call.ranking(ranking[i])
-        mask = np.ones(D, np.uint8)
-        got = [call.pg2(mask), call.pg2_curve(rk), *call.greedy_rank()]
-        walks = [call.pg2(mask, kernel=Kernel.walks), call.pg2_curve(rk, kernel=Kernel.walks),
-                 *call.greedy_rank(kernel=Kernel.walks)]
-        pairs = [call.pg2(mask, kernel=Kernel.leaf_pairs), call.pg2_curve(rk, kernel=Kernel.leaf_pairs),
-                 *call.greedy_rank(kernel=Kernel.leaf_pairs)]
-        for g, w in zip(got, walks):
-            np.testing.assert_array_equal(g, w)
-        np.testing.assert_array_equal(got[2], pairs[2])  # the same greedy ranking
-        for g, p in zip([got[0], got[1], got[3]], [pairs[0], pairs[1], pairs[3]]):
-            _close(g, p, 2e-13)  # both within tol = 1e-13 of the exact value
-            differs = differs or not np.array_equal(g, p)
-    assert differs, "no call took a different kernel: the routing is not exercised"
+def test_one_row_calls_take_the_union_walk(small, deep):
+    """One-row sets and curves: within the tolerance of the shared walks and the leaf pairs, and
+    not the bits of either somewhere (so the route is exercised); the same bits with 1, 2 and 3
+    threads. Greedy rankings: the shared walks' bits, the leaf pairs' ranking."""
+    for ens, X in (small, deep):
+        rows = X[10:22]
+        ranking = np.argsort(-np.abs(rows), axis=1)
+        differs = {"walks": False, "pairs": False}
+        for i in range(len(rows)):
+            call = prepare_call(ens, rows[i:i + 1], n_jobs=1)
+            rk = call.ranking(ranking[i])
+            mask = np.ones(D, np.uint8)
+            mask[i % D] = 0
+            got = [call.pg2(mask), call.pg2_curve(rk), *call.greedy_rank()]
+            walks = [call.pg2(mask, kernel=Kernel.walks), call.pg2_curve(rk, kernel=Kernel.walks),
+                     *call.greedy_rank(kernel=Kernel.walks)]
+            pairs = [call.pg2(mask, kernel=Kernel.leaf_pairs), call.pg2_curve(rk, kernel=Kernel.leaf_pairs),
+                     *call.greedy_rank(kernel=Kernel.leaf_pairs)]
+            for threads in (2, 3):
+                other = prepare_call(ens, rows[i:i + 1], n_jobs=threads)
+                np.testing.assert_array_equal(other.pg2(mask), got[0])
+                np.testing.assert_array_equal(other.pg2_curve(rk), got[1])
+            for g, w, p in zip(got[:2], walks[:2], pairs[:2]):
+                _close(g, w, 2e-13)  # all within tol = 1e-13 of the exact value
+                _close(g, p, 2e-13)
+                differs["walks"] = differs["walks"] or not np.array_equal(g, w)
+                differs["pairs"] = differs["pairs"] or not np.array_equal(g, p)
+            np.testing.assert_array_equal(got[2], walks[2])
+            np.testing.assert_array_equal(got[3], walks[3])
+            np.testing.assert_array_equal(got[2], pairs[2])  # the same greedy ranking
+            _close(got[3], pairs[3], 2e-13)
+        assert all(differs.values()), f"some kernel gave every bit of the route: {differs}"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_union_walk_against_the_reference(seed):
+    """One-row sets and curves of random boosted models, forests of unbounded depth and
+    complete trees (sigma from tight to wide, a NaN, random sets and rankings) against the
+    unpruned reference, and at tol=0 (nothing skipped) too."""
+    rng = np.random.default_rng(300 + seed)
+    X, y = _data(400 + seed, 500)
+    kind = seed % 3
+    if kind == 0:
+        params = dict(max_depth=int(rng.integers(2, 8)), eta=0.5, nthread=1, seed=seed, tree_method="hist",
+                      max_bin=int(rng.integers(4, 64)))
+        ens = pgexact.load(xgb.train(params, xgb.DMatrix(X, label=y), num_boost_round=int(rng.integers(3, 25))))
+    elif kind == 1:
+        ens = pgexact.load(RandomForestRegressor(int(rng.integers(2, 5)), random_state=seed, n_jobs=1).fit(X, y))
+    else:
+        from catboost import CatBoostRegressor
+
+        ens = pgexact.load(CatBoostRegressor(iterations=int(rng.integers(5, 30)), depth=int(rng.integers(2, 7)),
+                                             verbose=0, thread_count=1, random_seed=seed,
+                                             allow_writing_files=False).fit(X, y))
+    for i in range(4):
+        row = X[rng.integers(len(X))][None, :].copy()
+        if i == 3:
+            row[0, int(rng.integers(D))] = np.nan  # never perturbed, routed as the library routes it
+        call = prepare_call(ens, row, sigma=float(10 ** rng.uniform(-1.5, 0.3)), n_jobs=int(rng.integers(1, 3)))
+        mask = (rng.random(D) < 0.6).astype(np.uint8)
+        mask[rng.integers(D)] = 1
+        ref = call.pg2(mask, kernel=Kernel.reference)
+        _close(call.pg2(mask), ref, 1e-12)
+        _close(call.pg2(mask, tol=0.0), ref, 1e-12)
+        rk = call.ranking(rng.permutation(D))
+        ref_curve = core_exact.pg2_curve(ens._arena, row, rk, D, call.perturbation, 1, Kernel.reference)
+        curve = call.pg2_curve(rk)
+        _close(curve, ref_curve, 1e-12)
+        _close(call.pg2_curve(rk, tol=0.0), ref_curve, 1e-12)
+        assert np.all(curve >= 0)
+
+
+def test_union_walk_honours_tol(deep):
+    """A one-row curve on the union walk: a loose tol skips more (other bits), never further
+    from tol=0 than tol allows."""
+    ens, X = deep
+    changed = False
+    for i in range(4):
+        call = prepare_call(ens, X[i:i + 1], sigma=0.8, n_jobs=1)
+        rk = call.ranking(np.argsort(-np.abs(X[i])))
+        exact = call.pg2_curve(rk, tol=0.0)
+        got = {tol: call.pg2_curve(rk, tol=tol) for tol in (1e-13, 1e-6, 1e-2)}
+        for tol, value in got.items():
+            _close(value, exact, tol)
+        changed = changed or not np.array_equal(got[1e-2], got[1e-13])
+    assert changed, "the union walk's bits do not follow tol"
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -220,15 +287,16 @@ def test_category_splits_routed_as_the_library_routes_them(seed):
     noise = [None, None, "normal", "normal"]
     for i in range(len(rows)):
         call = prepare_call(ens, rows[i:i + 1], noise=noise, sigma=0.8, n_jobs=1)
-        # (complete trees: sets and curves of one row stay on the leaf pairs; the walks are
-        # called by name for them, the greedy ranking takes them by itself)
-        assert core_exact.few_rows_on_walks(ens._arena, call.perturbation, 1, Call.greedy)
+        assert all(core_exact.few_rows_on_walks(ens._arena, call.perturbation, 1, c)
+                   for c in (Call.set, Call.curve, Call.greedy))
         mask = np.array([0, 0, 1, 1], np.uint8)
         walked = call.pg2(mask, kernel=Kernel.walks)
         _close(walked, call.pg2(mask, kernel=Kernel.leaf_pairs), 2e-13)
         _close(walked, call.pg2(mask, kernel=Kernel.reference), 1e-12)
+        _close(call.pg2(mask), walked, 2e-13)  # the union walk
         rk = call.ranking(np.array([3, 2, 0, 1]))
         _close(call.pg2_curve(rk, kernel=Kernel.walks), call.pg2_curve(rk, kernel=Kernel.leaf_pairs), 2e-13)
+        _close(call.pg2_curve(rk), call.pg2_curve(rk, kernel=Kernel.leaf_pairs), 2e-13)
         order, curve = call.greedy_rank()
         ref_order, ref_curve = call.greedy_rank(kernel=Kernel.reference)
         np.testing.assert_array_equal(order, ref_order)
@@ -276,10 +344,11 @@ def test_walks_sum_tree_pairs_compensated():
     _close(walks, pairs, 1e-12)
 
 
-def test_over_64_features_one_row_shares_its_prefixes_among_threads():
-    """Over 64 features the walks run whatever the rows; a row's prefixes and greedy candidates
-    are shared out among the threads when the rows are too few: the bits of a call of three
-    rows (row blocks) with any thread count, and within 1e-12 of the reference."""
+def test_over_64_features_one_row_shares_its_work_among_threads():
+    """Over 64 features the walks run whatever the rows. A row's curve alone takes the union
+    walk (its tree pairs shared among the threads: the same bits with 1 and 2 threads, within
+    2 tol of the row in a call of three); its greedy candidates are shared out among the threads
+    (the bits of the call of three rows, row blocks); all within 1e-12 of the reference."""
     rng = np.random.default_rng(7)
     d = 70
     X = rng.normal(size=(600, d))
@@ -291,12 +360,16 @@ def test_over_64_features_one_row_shares_its_prefixes_among_threads():
     three = prepare_call(ens, rows, n_jobs=1)
     curve3 = three.pg2_curve(three.ranking(rk))
     order3, gains3 = three.greedy_rank()
+    alone = []
     for threads in (1, 2):
         one = prepare_call(ens, rows[:1], n_jobs=threads)
-        np.testing.assert_array_equal(one.pg2_curve(one.ranking(rk[:1])), curve3[:1])
+        alone.append(one.pg2_curve(one.ranking(rk[:1])))  # the union walk: its tree pairs shared out
+        _close(alone[-1], curve3[:1], 2e-13)
         order, gains = one.greedy_rank()
         np.testing.assert_array_equal(order, order3[:1])
         np.testing.assert_array_equal(gains, gains3[:1])
+    np.testing.assert_array_equal(alone[0], alone[1])
     one = prepare_call(ens, rows[:1], n_jobs=2)
     ref = core_exact.pg2_curve(ens._arena, rows[:1], one.ranking(rk[:1]), d, one.perturbation, 1, Kernel.reference)
     _close(curve3[:1], ref, 1e-12)
+    _close(alone[0], ref, 1e-12)

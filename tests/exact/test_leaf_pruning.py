@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pgexact
-from pgexact._exact._kernels import Kernel
+from pgexact._exact._kernels import Kernel, block_of_call
 from pgexact._exact._prepare import prepare_call
 
 RTOL = 1e-13
@@ -89,18 +89,24 @@ def test_pruned_against_reference(deep):
 
 @pytest.mark.parametrize("mode", ["1", "reckless"])
 def test_pruned_rows_do_not_depend_on_batch_or_threads(deep, monkeypatch, mode):
-    """Pruning and its certificate are decided per row, in the row's own lane."""
+    """Pruning and its certificate are decided per row, in the row's own lane: a row alone on
+    the leaf pairs (as a block of the larger call, block_of_call) gets its bits in the call.
+    A one-row call as made takes the union walk (test_few_rows.py): within 2 tol of them."""
     monkeypatch.setenv("PGEXACT_LEAF_PRUNING", mode)
     ens, X = deep
     rows = X[:24]
     ranking = np.argsort(np.random.default_rng(2).random((24, ens.n_features)), axis=1)
     together = pgexact.pg2_curve(ens, rows, ranking, sigma=0.1, n_jobs=2, progress=False)
-    alone = np.vstack([pgexact.pg2_curve(ens, rows[i:i + 1], ranking[i:i + 1], sigma=0.1, n_jobs=1,
-                                         progress=False) for i in range(24)])
+    with block_of_call(24):
+        alone = np.vstack([pgexact.pg2_curve(ens, rows[i:i + 1], ranking[i:i + 1], sigma=0.1, n_jobs=1,
+                                             progress=False) for i in range(24)])
     order = np.random.default_rng(3).permutation(24)
     shuffled = pgexact.pg2_curve(ens, rows[order], ranking[order], sigma=0.1, n_jobs=1, progress=False)
     np.testing.assert_array_equal(together, alone)
     np.testing.assert_array_equal(shuffled, together[order])
+    for i in range(0, 24, 6):
+        walked = pgexact.pg2_curve(ens, rows[i:i + 1], ranking[i:i + 1], sigma=0.1, n_jobs=1, progress=False)
+        np.testing.assert_allclose(walked[0], together[i], rtol=2e-13, atol=0)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -17,7 +17,7 @@ import xgboost as xgb
 
 import pgexact
 from pgexact._exact._api import rank_with_curve
-from pgexact._exact._kernels import Kernel
+from pgexact._exact._kernels import Kernel, block_of_call
 from pgexact._exact._prepare import prepare_call
 
 
@@ -178,25 +178,32 @@ def test_limit_is_checked(bad, error, start):
 
 
 def test_one_row_calls_keep_lists_from_the_second_call():
-    """A one-row call enumerates only its live pairs (nothing to keep); the second call on the
-    model enumerates and keeps the full lists, which the calls after it read: same bits all along.
-    (Trees of over 128 leaves: one-row curves of smaller trees run on the shared walks, which
-    keep nothing, test_few_rows.py; and sigma = 0.5, so that a row keeps over 15 % of these
-    deeper trees' leaves live: sparser passes enumerate afresh and keep nothing either.)"""
+    """A one-row call on the leaf pairs (a block of one row of a larger call, as pgexact.dask
+    makes them) enumerates only its live pairs (nothing to keep); the second call on the model
+    enumerates and keeps the full lists, which the calls after it read: same bits all along.
+    (sigma = 0.5, so that a row keeps over 15 % of these depth-9 trees' leaves live: sparser
+    passes enumerate afresh and keep nothing either.) One-row calls as made take the union walk
+    (test_few_rows.py), which keeps nothing."""
     booster, X = _booster(0, n_trees=10, depth=9)
     ens = pgexact.load(booster)
-    assert ens.n_leaves / ens.n_trees > 128
     rows = X[200:206]
     ranking = np.argsort(-np.abs(rows), axis=1)
+    pgexact.set_pair_cache_limit(pgexact._core.exact.DEFAULT_PAIR_STORE_BYTES)
+    pgexact.clear_pair_cache()
+    for i in range(3):
+        pgexact.pgi2(ens, rows[i:i + 1], ranking[i:i + 1], sigma=0.5, n_jobs=1, progress=False)
+    assert pgexact.pair_cache_info()["models"] == 0
     pgexact.set_pair_cache_limit(0)
-    want = [pgexact.pgi2(ens, rows[i:i + 1], ranking[i:i + 1], sigma=0.5, n_jobs=1, progress=False)
-            for i in range(6)]
+    with block_of_call(len(rows)):
+        want = [pgexact.pgi2(ens, rows[i:i + 1], ranking[i:i + 1], sigma=0.5, n_jobs=1, progress=False)
+                for i in range(6)]
     pgexact.set_pair_cache_limit(pgexact._core.exact.DEFAULT_PAIR_STORE_BYTES)
     got, models = [], []
-    for i in range(6):
-        got.append(pgexact.pgi2(ens, rows[i:i + 1], ranking[i:i + 1], sigma=0.5, n_jobs=1,
-                                progress=False))
-        models.append(pgexact.pair_cache_info()["models"])
+    with block_of_call(len(rows)):
+        for i in range(6):
+            got.append(pgexact.pgi2(ens, rows[i:i + 1], ranking[i:i + 1], sigma=0.5, n_jobs=1,
+                                    progress=False))
+            models.append(pgexact.pair_cache_info()["models"])
     assert models[1:] == [1] * 5 and pgexact.pair_cache_info()["hits"] >= 4
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)

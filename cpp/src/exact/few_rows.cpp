@@ -1,6 +1,8 @@
 // Calls of one or two rows on the shared walks (few_rows.hpp says when and why).
 #include "few_rows.hpp"
 
+#include "union_walk.hpp"
+
 #include <algorithm>
 #include <vector>
 
@@ -10,21 +12,15 @@ namespace pgexact {
 
 bool few_rows_on_walks(const Arena& a, const Noise& noise, std::int64_t n_rows, FewRowsCall call) {
   if (n_rows < 1 || noise.has_categorical() || !shares_walks(a, Pruning::Full)) return false;
-  // Complete trees: CatBoost's oblivious trees, laid out as complete trees.
-  const bool complete = a.max_depth < 31 && a.n_leaves() == (a.n_trees() << a.max_depth);
-  if (call == FewRowsCall::Greedy) {
-    // CatBoost's greedy rankings gain up to four rows (CatBoost(200), 4 rows: 2.3x with one
-    // thread, 1.85x with two; 8 rows: 1.17x and 0.90x); other models' lose past two.
-    if (n_rows > (complete ? 4 : 2)) return false;
-  } else {
-    const double leaves_per_tree = static_cast<double>(a.n_leaves()) / static_cast<double>(std::max<std::int64_t>(1, a.n_trees()));
-    if (n_rows > 1 || leaves_per_tree > kFewRowsLeaves) return false;
-    // Complete trees (CatBoost's oblivious ones): their one-row curve is 1.4-1.5x faster on the
-    // walks with one thread but 0.86-0.90x with two (the leaf pairs share a row's tree pairs
-    // among the threads, the walks only its prefixes), so they stay on the leaf pairs.
-    if (complete) return false;
+  if (call != FewRowsCall::Greedy) {
+    // One row's sets and curves, whatever the trees, on one walk over the union of its sets.
+    return n_rows == 1;
   }
-  return true;
+  // Complete trees: CatBoost's oblivious trees, laid out as complete trees. Their greedy
+  // rankings gain up to four rows (CatBoost(200), 4 rows: 2.3x with one thread, 1.85x with two;
+  // 8 rows: 1.17x and 0.90x); other models' lose past two.
+  const bool complete = a.max_depth < 31 && a.n_leaves() == (a.n_trees() << a.max_depth);
+  return n_rows <= (complete ? 4 : 2);
 }
 
 std::int64_t few_rows_chunk(const Arena& a, std::int64_t count, int n_threads) {
@@ -70,15 +66,19 @@ void walk_chunks(const Arena& a, const Noise& noise, const Variant* variants, st
   }
 }
 
-void pg2_few_rows(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
-                  const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out, RunControl* control,
-                  double tol) {
-  const std::int64_t d = a.n_features;
-  std::vector<Variant> variants(static_cast<std::size_t>(n_rows));
-  for (std::int64_t i = 0; i < n_rows; ++i) variants[static_cast<std::size_t>(i)] = Variant{X + i * d, perturbed + (mask_per_row ? i * d : 0)};
-  const std::int64_t chunk = few_rows_chunk(a, n_rows, n_threads);
-  plan(control, (n_rows + chunk - 1) / chunk);
-  walk_chunks(a, noise, variants.data(), n_rows, chunk, n_threads, tol, out, control);
+void pg2_one_row(const Arena& a, const Noise& noise, const double* x, const std::uint8_t* perturbed, int n_threads,
+                 double* out, RunControl* control, double tol) {
+  const Variant variant{x, perturbed};
+  walk_union(a, noise, &variant, 1, n_threads, tol, out, control);
+}
+
+void curve_one_row(const Arena& a, const Noise& noise, const double* x, const std::int64_t* ranking,
+                   std::int64_t n_steps, int n_threads, double* out, RunControl* control, double tol) {
+  if (n_steps == 0) return;
+  std::vector<std::uint8_t> masks;
+  std::vector<Variant> variants;
+  curve_prefix_variants(a, x, 1, ranking, false, n_steps, masks, variants);
+  walk_union(a, noise, variants.data(), n_steps, n_threads, tol, out, control);
 }
 
 void curve_few_rows(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,

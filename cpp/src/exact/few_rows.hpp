@@ -1,33 +1,32 @@
-// Internal to the drivers (not installed): calls of one or two rows on the shared walks.
+// Internal to the drivers (not installed): calls of one or two rows on the walks.
 //
 // The leaf-pair kernel (pair_kernel.hpp) pays for enumerating the leaf pairs of every tree pair
 // once per block of up to eight rows, so a call of one row costs about what a call of eight
-// does; the shared walks (shared_walks.cpp) cost per row, and on boosting-sized trees one row's
-// walk is cheaper than that enumeration. Measured on California housing (1 thread, σ = 0.3,
-// bench/RESULTS.md "Few rows on the walks"), leaf-pair time over walk time:
-//   curve of one row: XGBoost 100 × depth 6 3.7, LightGBM default 2.3, CatBoost(200) 1.4,
-//     RandomForest(20, max_depth=10) 1.1, RandomForest(5) unbounded 0.7;
-//   greedy ranking of one row: 2.5, 1.9, 5.7, 1.9 on the first four; of two rows 1.4, 1.1,
-//     3.7, 1.1.
-// With two threads (the leaf pairs share a row's tree pairs among threads, the walks only its
-// prefixes or candidates) the one-row curve gained 1.5-1.7x on XGBoost, 1.2-1.3x on LightGBM and
-// HistGradientBoosting, and lost on CatBoost (0.86-0.90x), the greedy ranking still gained
-// 1.3-6.7x (bench/RESULTS.md "Few rows on the walks"). So one-row sets and curves of trees of
-// at most kFewRowsLeaves leaves on average, unless every tree is complete (CatBoost's oblivious
-// trees), and greedy rankings of at most two rows (four of CatBoost's complete trees, whose
-// greedy steps on the leaf pairs enumerate the most: 2.3x / 1.85x faster on the walks at four
-// rows with one / two threads), go to the walks. The choice depends on the call's rows and the
-// model only: not on the thread count (a row gets the same bits with any number of threads),
-// nor on the pair store (a one-row call whose model's lists are kept would be a little faster
-// on them, 0.06-0.10 s against 0.13 s on XGBoost 100 x depth 6, but then its bits would
-// depend on what ran before it). Both kernels certify every result within `tol` of the exact
-// value, so the same row in a call of one row and in a larger call agrees within 2 tol;
-// Pruning::Pairs keeps a call on the leaf pairs whatever its rows (pgexact.dask's blocks of a
-// larger call, so that they give the bits of the call on all rows).
+// does; the walks cost per row. So:
+// - a set or curve of one row takes one walk over the union of its sets (union_walk.hpp),
+//   whatever the model: leaf-pair time over union-walk time for a one-row curve (housing,
+//   1 thread, σ = 0.3) XGBoost default 3.1, XGBoost(100, max_depth=8) 2.6, LightGBM default 2.5,
+//   LightGBM(num_leaves=255) 2.0, CatBoost(200) 1.8, RandomForest(100, max_depth=10) 1.6,
+//   RandomForest(5) unbounded 1.4, RandomForest(20, max_depth=10) 1.05 (bench/RESULTS.md). Its
+//   threads share the tree pairs, so a second thread helps every model (the shared walks could
+//   only share a row's prefixes, and lost on CatBoost's trees with two threads);
+// - a greedy ranking of at most two rows (four of complete trees, CatBoost's oblivious ones)
+//   takes the shared walks (shared_walks.cpp), its steps' candidates dealt among the threads:
+//   leaf pairs over walks for one row 2.5 (XGBoost), 1.9 (LightGBM), 5.7 (CatBoost(200)), 1.9
+//   (RandomForest(20, max_depth=10)); for two rows 1.4, 1.1, 3.7, 1.1; at four rows of
+//   CatBoost(200) 2.3 / 1.85 with one / two threads. (The union walk was no faster there:
+//   1.0x on boosting, 0.7x on forests, whose candidates follow x apart.)
+// The choice depends on the call's rows and the model only: not on the thread count (a row
+// gets the same bits with any number of threads), nor on the pair store (a one-row call whose
+// model's lists are kept could read them, but then its bits would depend on what ran before
+// it). Both kernels certify every result within `tol` of the exact value, so the same row in a
+// call of one row and in a larger call agrees within 2 tol; Pruning::Pairs keeps a call on the
+// leaf pairs whatever its rows (pgexact.dask's blocks of a larger call, so that they give the
+// bits of the call on all rows).
 //
-// Threads share the work of one row: its variants (prefixes, greedy candidates) are walked in
-// chunks, one chunk per thread at a time. A variant's value does not depend on which variants
-// share its walk (pg2_variants), so the chunking changes no bit.
+// Pruning::Walk's calls of one or two rows share a row's variants (prefixes, greedy
+// candidates) among the threads in chunks (walk_chunks): a variant's value does not depend on
+// which variants share its walk (pg2_variants), so the chunking changes no bit.
 #pragma once
 // (few_rows_on_walks, the choice itself, is declared in kernels.hpp.)
 
@@ -48,10 +47,13 @@ void walk_chunks(const Arena& arena, const Noise& noise, const Variant* variants
                  std::int64_t chunk, int n_threads, double tol, double* out, RunControl* control,
                  std::int64_t units = 1);
 
-// The drivers' few-row paths: as pg2_batch, pg2_curve_batch and greedy_rank_batch.
-void pg2_few_rows(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
-                  const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
-                  RunControl* control, double tol);
+// The drivers' few-row paths: one row's set (as pg2_batch) and curve (as pg2_curve_batch) on
+// the union walk; prefix curves of one or two rows on the shared walks (Pruning::Walk); greedy
+// rankings of few rows on the shared walks (as greedy_rank_batch).
+void pg2_one_row(const Arena& arena, const Noise& noise, const double* x, const std::uint8_t* perturbed,
+                 int n_threads, double* out, RunControl* control, double tol);
+void curve_one_row(const Arena& arena, const Noise& noise, const double* x, const std::int64_t* ranking,
+                   std::int64_t n_steps, int n_threads, double* out, RunControl* control, double tol);
 void curve_few_rows(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                     const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
                     double* out, RunControl* control, double tol);

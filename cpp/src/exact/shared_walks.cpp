@@ -355,8 +355,8 @@ constexpr std::size_t kVariantBytes = std::size_t{8} << 20;
 
 }  // namespace
 
-void walk_variants(const Arena& a, const Noise& noise, const Variant* variants, const std::int32_t* walked,
-                   std::int32_t n_walked, double tol, Workspace& ws, double* out, const RunControl* control) {
+void prepare_variants(const Arena& a, const Noise& noise, const Variant* variants, const std::int32_t* walked,
+                      std::int32_t n_walked, Workspace& ws, double* bias, double* var, std::int64_t* n_pairs) {
   const std::int32_t d = a.n_features;
   const std::size_t n_nodes = static_cast<std::size_t>(a.n_nodes());
   const std::size_t n_trees = static_cast<std::size_t>(a.n_trees());
@@ -365,12 +365,10 @@ void walk_variants(const Arena& a, const Noise& noise, const Variant* variants, 
     if (x != row) ws.begin_row(x);
     row = x;
   };
-  double bias[kMaxVariants], var[kMaxVariants], cov[kMaxVariants], skipped[kMaxVariants], budget[kMaxVariants];
-  // Compensated (Neumaier) sums over trees and tree pairs: a thousand trees make half a million
-  // pair terms of either sign, whose plain sum lost up to 1.4e-12 of the result (CatBoost's
-  // default on housing). Within one tree pair the terms are summed plainly (pair_cov).
-  double bias_comp[kMaxVariants], var_comp[kMaxVariants], cov_comp[kMaxVariants], pair_cov[kMaxVariants];
-  std::int64_t n_pairs[kMaxVariants];
+  // Compensated (Neumaier) sums over trees (and, in the walks, over tree pairs): a thousand
+  // trees make half a million pair terms of either sign, whose plain sum lost up to 1.4e-12 of
+  // the result (CatBoost's default on housing).
+  double bias_comp[kMaxVariants], var_comp[kMaxVariants];
   const auto nw = static_cast<std::size_t>(n_walked);
   ws.variant_cmean.resize(nw * n_nodes);
   ws.variant_cdf.resize(nw * a.bounds.size());
@@ -412,14 +410,12 @@ void walk_variants(const Arena& a, const Noise& noise, const Variant* variants, 
     }
     bias[w] += bias_comp[w];
     var[w] += var_comp[w];
-    cov[w] = cov_comp[w] = pair_cov[w] = 0.0;
-    skipped[w] = 0.0;
-    n_pairs[w] = 0;
   }
-
+  if (n_pairs == nullptr) return;
   // Pairs dependent for some variant, as consecutive (t, s) in ws.partners, with the variants
   // they are dependent for in ws.pair_live (trees sharing no reachable perturbed feature are
   // independent).
+  for (std::size_t w = 0; w < nw; ++w) n_pairs[w] = 0;
   const std::uint64_t* tm = ws.variant_tree_mask.data();
   ws.partners.clear();
   ws.pair_live.clear();
@@ -436,12 +432,20 @@ void walk_variants(const Arena& a, const Noise& noise, const Variant* variants, 
       for (std::uint64_t b = live; b != 0; b &= b - 1) ++n_pairs[lowest_bit(b)];
     }
   }
-  // Certified skipping: a tenth of tol times each variant's diagonal part (bias^2 + sum Var),
-  // shared out per pair; tol 0 skips nothing. The certificate below holds the result to tol.
+}
+
+void walk_variants(const Arena& a, const Noise& noise, const Variant* variants, const std::int32_t* walked,
+                   std::int32_t n_walked, double tol, Workspace& ws, double* out, const RunControl* control) {
+  double bias[kMaxVariants], var[kMaxVariants], cov[kMaxVariants], skipped[kMaxVariants], budget[kMaxVariants];
+  // Within one tree pair the terms are summed plainly (pair_cov), across pairs compensated.
+  double cov_comp[kMaxVariants], pair_cov[kMaxVariants];
+  std::int64_t n_pairs[kMaxVariants];
+  const auto nw = static_cast<std::size_t>(n_walked);
+  prepare_variants(a, noise, variants, walked, n_walked, ws, bias, var, n_pairs);
   for (std::size_t w = 0; w < nw; ++w) {
-    budget[w] = tol > 0.0 && n_pairs[w] > 0
-                    ? 0.1 * tol * (bias[w] * bias[w] + var[w]) / static_cast<double>(n_pairs[w])
-                    : 0.0;
+    cov[w] = cov_comp[w] = pair_cov[w] = 0.0;
+    skipped[w] = 0.0;
+    budget[w] = skip_budget(tol, bias[w], var[w], n_pairs[w]);
   }
   VariantRecursion walk(a, ws, n_walked, budget, pair_cov, skipped);
   for (std::size_t q = 0; q < ws.pair_live.size(); ++q) {

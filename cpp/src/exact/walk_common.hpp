@@ -197,6 +197,21 @@ double tree_covariances_reference(const Arena& a, Workspace& ws, std::int64_t t,
 // PG2 with the single feature j perturbed: the bucket sweep (single_feature_sweep.cpp).
 double pg2_single_feature(const Arena& a, Workspace& ws, std::int32_t j);
 
+// Pass 1 of every walked variant into ws's per-variant tables (conditional means per node,
+// boundary CDFs, tree means and masks, its row and features, the variants perturbing each
+// feature; see Workspace), with each variant's bias E f - f(x) and sum_t Var f_t, compensated
+// over trees; with n_pairs, also the tree pairs dependent for some variant (ws.partners,
+// ws.pair_live) and how many each variant has (shared_walks.cpp).
+void prepare_variants(const Arena& a, const Noise& noise, const Variant* variants, const std::int32_t* walked,
+                      std::int32_t n_walked, Workspace& ws, double* bias, double* var, std::int64_t* n_pairs);
+
+// One variant's certified-skipping budget per tree pair: a tenth of tol times its diagonal part
+// (bias^2 + sum Var), shared out over its n_pairs dependent tree pairs; tol 0 skips nothing.
+// The walks check after the pass that twice what they skipped is within tol of the result.
+inline double skip_budget(double tol, double bias, double var, std::int64_t n_pairs) {
+  return tol > 0.0 && n_pairs > 0 ? 0.1 * tol * (bias * bias + var) / static_cast<double>(n_pairs) : 0.0;
+}
+
 // The shared node-pair walk of several variants (shared_walks.cpp): each result within tol
 // (relative) of the exact value, certified; tol 0 skips nothing. A stopped control ends the
 // walk early (its outputs are then meaningless).
