@@ -63,7 +63,7 @@ void register_kernels(py::module_& m) {
         return few_rows_on_walks(a, noise, n_rows, call);
       },
       py::arg("arena"), py::arg("perturbation"), py::arg("n_rows"), py::arg("call"),
-      "Whether Kernel.pairs runs a call of n_rows rows of this kind on the shared walks (kernels.hpp).");
+      "Whether Kernel.pairs runs a call of n_rows rows of this kind on the walks (kernels.hpp).");
 
   m.def(
       "pg2",

@@ -36,7 +36,7 @@ NOISE_FAMILIES: dict[str, int]
 class Kernel(_Enum):
     """Which exact kernel computes PG²."""
 
-    pairs: ClassVar[Kernel]  # the default: enumerated leaf pairs where they apply (shared walks for one or two rows where those are faster), else shared walks
+    pairs: ClassVar[Kernel]  # the default: enumerated leaf pairs where they apply (the walks for one or two rows where those are faster: the union walk for one row's sets and curves), else shared walks
     leaf_pairs: ClassVar[Kernel]  # pairs without the few-row choice (pgexact.dask's blocks of a larger call)
     walks: ClassVar[Kernel]  # the node-pair walks shared between rows and sets
     separate_walks: ClassVar[Kernel]  # the node-pair walks without sharing
@@ -95,7 +95,7 @@ def expected(arena: Arena, X: ArrayLike, mask: ArrayLike, perturbation: Perturba
 def first_moments(arena: Arena, X: ArrayLike, perturbation: Perturbation, n_threads: _Int = 0,
                   progress: Optional[_Progress] = None) -> NDArray[np.float64]: ...
 def max_threads() -> int: ...
-# Whether Kernel.pairs runs a call of n_rows rows of this kind on the shared walks.
+# Whether Kernel.pairs runs a call of n_rows rows of this kind on the walks.
 def few_rows_on_walks(arena: Arena, perturbation: Perturbation, n_rows: _Int,
                       call: FewRowsCall) -> bool: ...
 

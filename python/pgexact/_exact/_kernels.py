@@ -43,9 +43,10 @@ Perturbation = _core.exact.Perturbation
 _FewRowsCall = _core.exact.FewRowsCall
 
 # The rows of the whole call that the calls made in this context are blocks of (None: each call
-# is a whole call). ``Kernel.pairs`` runs calls of one or two rows on the shared walks where
-# those are faster (kernels.hpp's few_rows_on_walks); a block of a larger call must take the
-# kernel that call takes, so that its rows get the same bits.
+# is a whole call). ``Kernel.pairs`` runs calls of one or two rows on the walks where those are
+# faster (kernels.hpp's few_rows_on_walks: a one-row set or curve on the union walk, a greedy
+# ranking of few rows on the shared walks); a block of a larger call must take the kernel that
+# call takes, so that its rows get the same bits.
 _WHOLE_CALL_ROWS: ContextVar[Optional[int]] = ContextVar("pgexact_whole_call_rows", default=None)
 
 
@@ -155,7 +156,7 @@ class PreparedCall:
         return self.progress.stage()
 
     def greedy_on_walks(self) -> bool:
-        """Whether the greedy ranking of these rows runs on the shared walks (few rows)."""
+        """Whether the greedy ranking of these rows runs on the shared walks (one or two rows)."""
         return self._kernel(Kernel.pairs, _FewRowsCall.greedy) == Kernel.pairs and \
             bool(_core.exact.few_rows_on_walks(self.ensemble._arena, self.perturbation, self.n_rows,
                                                _FewRowsCall.greedy))

@@ -5,10 +5,11 @@ tails while a bound on everything they could add stays below a share of the resu
 pass it checks the bound against ``tol`` times the result and computes the row again without
 dropping anything where the check fails. So every result is within ``tol`` (relative) of the
 sum over all leaf pairs: a deterministic bound, not a standard error. The default is rounding
-level; 0 drops nothing. The shared walks (over 64 features, and calls of one or two rows,
-kernels.hpp's few_rows_on_walks) skip node pairs under the same rule: a tenth of ``tol``
-spent, every result certified within ``tol`` or computed again without skipping; there the
-greedy ranking's steps use the default whatever ``tol`` is (the ranking stays the exact one).
+level; 0 drops nothing. The walks (over 64 features, and calls of one or two rows,
+kernels.hpp's few_rows_on_walks: the union walk of a row's sets, the shared walks) skip node
+pairs under the same rule: a tenth of ``tol`` spent, every result certified within ``tol`` or
+computed again without skipping; there the greedy ranking's steps use the default whatever
+``tol`` is (the ranking stays the exact one).
 """
 
 from __future__ import annotations
