@@ -48,6 +48,10 @@ CHILD = textwrap.dedent("""
         "rank": lambda: pgexact.rank(big, X, n_jobs=n_jobs, progress=False),
         # one row: the greedy ranking on the shared walks (kernels.hpp's few_rows_on_walks)
         "rank1": lambda: pgexact.rank(big, X[:1], n_jobs=n_jobs, progress=False),
+        # a loop of one-row calls with a given ranking (under 2 s each): the union walk
+        # (union_walk.hpp)
+        "pgi2_1": lambda: [pgexact.pgi2(big, X[i:i + 1], np.arange(12), n_jobs=n_jobs, progress=False)
+                           for i in range(30)],
         "mc": lambda: pgexact.mc.pgi2(big, X, np.arange(12), n_samples=200_000, n_jobs=n_jobs,
                                       progress=False),
     }
@@ -132,7 +136,7 @@ def _default_sigint():
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
-@pytest.mark.parametrize("kind", ["pgi2", "rank", "rank1", "mc"])
+@pytest.mark.parametrize("kind", ["pgi2", "rank", "rank1", "pgi2_1", "mc"])
 def test_sigint_stops_within_a_second(big_model, kind, n_jobs):
     child = _Child([sys.executable, "-c", CHILD, kind, str(n_jobs), big_model])
     try:

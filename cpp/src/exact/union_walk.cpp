@@ -19,8 +19,8 @@ using walk::with_bit;
 
 inline int lowest_bit(std::uint64_t v) { return __builtin_ctzll(v); }
 
-// Tree pairs per chunk: the unit of work shared among threads, of progress, and of the stop
-// checkpoint, and the fixed grouping of the compensated sums (so no bit depends on threads).
+// Tree pairs per chunk: the unit of work shared among threads and of progress, and the fixed
+// grouping of the compensated sums (so no bit depends on threads).
 constexpr std::size_t kPairsPerChunk = 64;
 
 // Bytes of lane tables one walk may hold (shared by its threads): every prefix of a curve of
@@ -273,6 +273,9 @@ void walk_group(const Arena& a, const Noise& noise, const Variant* variants, con
       double* kc = skipped.data() + c * nl;
       const std::size_t end = std::min(pair_live.size(), (c + 1) * kPairsPerChunk);
       for (std::size_t q = c * kPairsPerChunk; q < end; ++q) {
+        // A checkpoint per tree pair: on deep forests 64 of them take seconds (a stopped
+        // call's sums are discarded).
+        if (stopped(control)) break;
         walk.covariance(partners[2 * q], partners[2 * q + 1], pair_live[q], pair_cov, kc);
         for (std::uint64_t b = pair_live[q]; b != 0; b &= b - 1) {
           const auto v = static_cast<std::size_t>(lowest_bit(b));
