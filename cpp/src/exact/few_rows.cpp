@@ -1,4 +1,4 @@
-// Calls of one or two rows on the shared walks (few_rows.hpp says when and why).
+// Calls of one or two rows on the walks (few_rows.hpp says when and why).
 #include "few_rows.hpp"
 
 #include "union_walk.hpp"

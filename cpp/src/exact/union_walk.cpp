@@ -18,9 +18,12 @@ using walk::LaneWalk;
 using walk::lowest_bit;
 using walk::with_bit;
 
-// Tree pairs per chunk: the unit of work shared among threads and of progress, and the fixed
-// grouping of the compensated sums (so no bit depends on threads).
-constexpr std::size_t kPairsPerChunk = 64;
+// Tree pairs per chunk, at most: the chunk is the unit of work shared among threads and of
+// progress, and the grouping of the compensated sums. Its size follows the number of tree
+// pairs only (so no bit depends on the thread count): about 64 chunks where there are enough
+// pairs, one pair a chunk for few trees (a forest of 5 trees has 10 pairs of seconds each).
+constexpr std::size_t kMaxPairsPerChunk = 64;
+constexpr std::size_t kTargetChunks = 64;
 
 // Bytes of lane tables one walk may hold (shared by its threads): every prefix of a curve of
 // the default random forest on housing (2 million nodes, 16 MB a lane) fits.
@@ -131,7 +134,8 @@ void walk_group(const Arena& a, const Noise& noise, const Variant* variants, con
   for (std::size_t v = 0; v < nl; ++v) budget[v] = walk::skip_budget(tol, bias[v], var[v], n_pairs[v]);
   const std::vector<std::int32_t>& partners = plan_ws.partners;
   const std::vector<std::uint64_t>& pair_live = plan_ws.pair_live;
-  const std::size_t n_chunks = (pair_live.size() + kPairsPerChunk - 1) / kPairsPerChunk;
+  const std::size_t per_chunk = std::clamp<std::size_t>(pair_live.size() / kTargetChunks, 1, kMaxPairsPerChunk);
+  const std::size_t n_chunks = (pair_live.size() + per_chunk - 1) / per_chunk;
   plan(control, static_cast<std::int64_t>(n_chunks));
   // Per chunk and lane: the compensated sum of its tree pairs' covariances, and what it skipped.
   std::vector<double> sum(n_chunks * nl, 0.0), comp(n_chunks * nl, 0.0), skipped(n_chunks * nl, 0.0);
@@ -153,10 +157,10 @@ void walk_group(const Arena& a, const Noise& noise, const Variant* variants, con
       double* sc = sum.data() + c * nl;
       double* cc = comp.data() + c * nl;
       std::fill(chunk_skipped, chunk_skipped + nl, 0.0);
-      const std::size_t end = std::min(pair_live.size(), (c + 1) * kPairsPerChunk);
-      for (std::size_t q = c * kPairsPerChunk; q < end; ++q) {
-        // A checkpoint per tree pair: on deep forests 64 of them take seconds (a stopped
-        // call's sums are discarded).
+      const std::size_t end = std::min(pair_live.size(), (c + 1) * per_chunk);
+      for (std::size_t q = c * per_chunk; q < end; ++q) {
+        // A checkpoint per tree pair: on deep forests a chunk takes seconds (a stopped call's
+        // sums are discarded).
         if (stopped(control)) break;
         walk.covariance(partners[2 * q], partners[2 * q + 1], pair_live[q]);
         for (std::uint64_t b = pair_live[q]; b != 0; b &= b - 1) {
