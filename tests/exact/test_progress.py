@@ -168,34 +168,40 @@ def test_rank_estimate_is_at_least_half_its_candidates_full_passes(monkeypatch):
     below half its candidates' worth of passes with every feature perturbed."""
     from pgexact._exact import _estimate
 
-    from pgexact._exact._kernels import Kernel
-
     seen = []
-
-    def fake(call, kind, ranking, tol=None, kernel=Kernel.pairs):
-        seen.append((kind, kernel))
-        return {"rank": 1.0, "pg2": 2.0}[kind]
-
-    monkeypatch.setattr(_estimate, "_calibrate_once", fake)
 
     class Call:
         n_features = 9
+        n_rows = 2
         walks = False
+        first_row_only = False
 
         def greedy_on_walks(self):
             return self.walks
 
+        def rows(self, start, stop):
+            assert (start, stop) == (0, 1)
+            one = Call()
+            one.n_rows, one.first_row_only = 1, True
+            return one
+
+    def fake(call, kind, ranking, tol=None):
+        seen.append((kind, call.first_row_only))
+        return {"rank": 1.0, "pg2": 2.0}[kind]
+
+    monkeypatch.setattr(_estimate, "_calibrate_once", fake)
     assert _estimate._calibrate(Call(), "rank", None) == 0.5 * 8 * 2.0
     assert _estimate._calibrate(Call(), "pgi2", None) == 0.5 * 8 * 2.0  # no ranking: greedy
     assert _estimate._calibrate(Call(), "pg2", None) == 2.0
-    P = Kernel.pairs
-    assert seen == [("rank", P), ("pg2", P), ("rank", P), ("pg2", P), ("pg2", P)]
-    # a ranking of one or two rows on the shared walks: its full pass is a walk too
+    assert seen == [("rank", False), ("pg2", False), ("rank", False), ("pg2", False), ("pg2", False)]
+    # a ranking of one or two rows on the shared walks: its full pass is a walk of every feature
+    # per row, calibrated on the first row alone (whose set takes the union walk, with progress
+    # within the walk)
     few = Call()
     few.walks = True
     seen.clear()
-    assert _estimate._calibrate(few, "rank", None) == 0.5 * 8 * 2.0
-    assert seen == [("rank", P), ("pg2", Kernel.walks)]
+    assert _estimate._calibrate(few, "rank", None) == 0.5 * 8 * 2 * 2.0
+    assert seen == [("rank", False), ("pg2", True)]
 
 
 def test_greedy_on_walks_follows_the_rows(reg_model, data):

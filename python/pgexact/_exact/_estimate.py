@@ -16,7 +16,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from ._kernels import Kernel, PreparedCall
+from ._kernels import PreparedCall
 from ._per_output import per_output
 from ._prepare import prepare_calls
 from ._progress import Progress
@@ -124,22 +124,28 @@ def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
     perturbed, and the ranking costs at least half its candidates' worth of those, so the
     estimate is the larger of the two projections (on the models where the short look was not
     fooled, it is the larger already: 2.7× over on XGBoost 100 × depth 6 at 8 rows). One or two
-    rows rank on the shared walks, whose steps count as many units as their sets have features:
-    1.0-1.6× on XGBoost, CatBoost(200) and random forests, 0.81× on CatBoost(1000).
+    rows rank on the shared walks, whose steps count as many units as their sets have features,
+    and compare with a walk of every feature per row: 1.0-1.6× on XGBoost, CatBoost(200) and
+    random forests, 0.81× on CatBoost(1000).
     """
     if kind == "rank" or (kind == "pgi2" and ranking is None):  # the greedy ranking
         seconds = _calibrate_once(call, "rank", None, tol)
         candidates = max(call.n_features - 1, 1)
+        if not call.greedy_on_walks():
+            return max(seconds, 0.5 * candidates * _calibrate_once(call, "pg2", None, tol))
         # One or two rows rank on the shared walks (README "Calls of one or two rows"): the pass
-        # to compare with is then a walk too (measured: the ranking of one row costs 3.3-6.3
-        # walks of every feature, d = 8), not the leaf-pair pass a set of one row may take.
-        kernel = Kernel.walks if call.greedy_on_walks() else Kernel.pairs
-        return max(seconds, 0.5 * candidates * _calibrate_once(call, "pg2", None, tol, kernel))
+        # to compare with is then a walk of every feature per row (measured: the ranking of one
+        # row costs 3.3-6.3 of them, d = 8). It is calibrated on the first row alone, whose set
+        # takes the union walk: the same single-lane recursion, with progress per chunk of tree
+        # pairs (the walk of a block of rows reports once, at its end, so on a default random
+        # forest the calibration gave up before the first report and projected 1/50 of the time).
+        walk = _calibrate_once(call.rows(0, 1), "pg2", None, tol)
+        return max(seconds, 0.5 * candidates * call.n_rows * walk)
     return _calibrate_once(call, kind, ranking, tol)
 
 
 def _calibrate_once(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
-                    tol: float = DEFAULT_TOL, kernel: Kernel = Kernel.pairs) -> float:
+                    tol: float = DEFAULT_TOL) -> float:
     """Seconds of one kernel run, from a short calibration of it."""
     if call.n_rows == 0:
         return 0.0
@@ -148,7 +154,7 @@ def _calibrate_once(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
     rk = call.ranking(ranking) if ranking is not None else None
     try:
         if kind == "pg2":
-            call.pg2(np.ones(call.n_features, dtype=np.uint8), kernel=kernel, tol=tol)
+            call.pg2(np.ones(call.n_features, dtype=np.uint8), tol=tol)
         elif kind == "pgi2" and rk is not None:
             call.pg2_curve(rk, tol=tol)
         else:
