@@ -18,8 +18,9 @@ using walk::LaneWalk;
 using walk::lowest_bit;
 using walk::with_bit;
 
-// Tree pairs per chunk, at most: the chunk is the unit of work shared among threads and of
-// progress, and the grouping of the compensated sums. Its size follows the number of tree
+// Tree pairs per chunk, at most: the chunk is the unit of work shared among threads and the
+// grouping of the compensated sums (progress counts tree pairs: a chunk of a deep forest's
+// takes seconds). Its size follows the number of tree
 // pairs only (so no bit depends on the thread count): about 64 chunks where there are enough
 // pairs, one pair a chunk for few trees (a forest of 5 trees has 10 pairs of seconds each).
 constexpr std::size_t kMaxPairsPerChunk = 64;
@@ -136,7 +137,7 @@ void walk_group(const Arena& a, const Noise& noise, const Variant* variants, con
   const std::vector<std::uint64_t>& pair_live = plan_ws.pair_live;
   const std::size_t per_chunk = std::clamp<std::size_t>(pair_live.size() / kTargetChunks, 1, kMaxPairsPerChunk);
   const std::size_t n_chunks = (pair_live.size() + per_chunk - 1) / per_chunk;
-  plan(control, static_cast<std::int64_t>(n_chunks));
+  plan(control, static_cast<std::int64_t>(pair_live.size()));
   // Per chunk and lane: the compensated sum of its tree pairs' covariances, and what it skipped.
   std::vector<double> sum(n_chunks * nl, 0.0), comp(n_chunks * nl, 0.0), skipped(n_chunks * nl, 0.0);
   const int threads = resolve_threads(n_threads, static_cast<std::int64_t>(n_chunks));
@@ -168,9 +169,9 @@ void walk_group(const Arena& a, const Noise& noise, const Variant* variants, con
           add_compensated(sc[v], cc[v], pair_cov[v]);
           pair_cov[v] = 0.0;
         }
+        advance(control, 1);
       }
       std::copy(chunk_skipped, chunk_skipped + nl, skipped.data() + c * nl);
-      advance(control, 1);
     }
   }
   (void)threads;

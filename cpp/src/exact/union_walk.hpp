@@ -33,7 +33,7 @@ namespace pgexact {
 // PG2 of `count` variants that all have the row of variants[0]: out[v], each within tol
 // (relative) of the exact value, certified. Sets with at most one perturbed feature take
 // pg2_row; the others share walks in consecutive groups whose tables fit a fixed budget. Each
-// chunk of tree pairs is one unit of the control's progress, planned here.
+// tree pair walked is one unit of the control's progress, planned here.
 void walk_union(const Arena& arena, const Noise& noise, const Variant* variants, std::int64_t count, int n_threads,
                 double tol, double* out, RunControl* control);
 
