@@ -5,11 +5,12 @@
 // does; the walks cost per row. So:
 // - a set or curve of one row takes one walk over the union of its sets (union_walk.hpp),
 //   whatever the model: leaf-pair time over union-walk time for a one-row curve (housing,
-//   1 thread, σ = 0.3) XGBoost default 3.1, XGBoost(100, max_depth=8) 2.6, LightGBM default 2.5,
-//   LightGBM(num_leaves=255) 2.0, CatBoost(200) 1.8, RandomForest(100, max_depth=10) 1.6,
-//   RandomForest(5) unbounded 1.4, RandomForest(20, max_depth=10) 1.05 (bench/RESULTS.md). Its
-//   threads share the tree pairs, so a second thread helps every model (the shared walks could
-//   only share a row's prefixes, and lost on CatBoost's trees with two threads);
+//   1 thread, σ = 0.3, bench/RESULTS.md "One row on the union walk") XGBoost default 3.9,
+//   XGBoost(max_depth=8) 3.0, LightGBM default 2.9, LightGBM(num_leaves=255) 2.1,
+//   CatBoost(200) 1.8, RandomForest(5) unbounded 1.6, RandomForest(max_depth=10) 1.1,
+//   RandomForest(20, max_depth=10) 1.1; 1.2-1.5x faster than the shared walks of the prefixes.
+//   Its threads share the tree pairs, so a second thread helps (1.5-2x on boosting models; the
+//   shared walks could only share a row's prefixes, and lost on CatBoost's trees);
 // - a greedy ranking of at most two rows (four of complete trees, CatBoost's oblivious ones)
 //   takes the shared walks (shared_walks.cpp), its steps' candidates dealt among the threads:
 //   leaf pairs over walks for one row 2.5 (XGBoost), 1.9 (LightGBM), 5.7 (CatBoost(200)), 1.9
