@@ -218,7 +218,7 @@ class Runner:
         log(f"[{key}] {label} on {dataset}: {ens.n_trees} trees, {ens.n_leaves} leaves, depth "
             f"{ens.max_depth}; fit {t_fit:.1f} s, parse {fmt(t_load)}")
         rng = np.random.default_rng(args.seed)
-        n_max = max(args.rows)
+        n_max = max(max(args.rows), args.draw)  # the same rows whatever --rows asks for
         R_all = np.ascontiguousarray(Xte[rng.choice(Xte.shape[0], n_max, replace=False)])
         rk_all = pgexact.metrics.shap_ranking(model, R_all)
         # One row first, with pgexact.estimate: it decides how many rows a call can afford.
@@ -452,6 +452,9 @@ def main(argv=None):
     ap.add_argument("--rse", type=float, default=0.01, help="target relative standard error")
     ap.add_argument("--pruning-models", default="gbr,hgb,lgbm,xgb,cat200",
                     help="models timed with pruning off and on")
+    ap.add_argument("--draw", type=int, default=64,
+                    help="rows drawn from the test split (the first k of them serve a call of k rows), so that "
+                         "a run with --rows 1 times the row a default run does")
     ap.add_argument("--no-rank", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data-dir", default=None)
