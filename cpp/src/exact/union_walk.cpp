@@ -20,9 +20,9 @@ using walk::with_bit;
 
 // Tree pairs per chunk, at most: the chunk is the unit of work shared among threads and the
 // grouping of the compensated sums (progress counts tree pairs: a chunk of a deep forest's
-// takes seconds). Its size follows the number of tree
-// pairs only (so no bit depends on the thread count): about 64 chunks where there are enough
-// pairs, one pair a chunk for few trees (a forest of 5 trees has 10 pairs of seconds each).
+// takes seconds). Its size follows the number of tree pairs only (so no bit depends on the
+// thread count): about 64 chunks where there are enough pairs, one pair a chunk for few trees
+// (a forest of 5 trees has 10 pairs of seconds each).
 constexpr std::size_t kMaxPairsPerChunk = 64;
 constexpr std::size_t kTargetChunks = 64;
 
