@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "walk_common.hpp"
 
@@ -28,23 +29,66 @@ inline int lowest_bit(std::uint64_t v) { return __builtin_ctzll(v); }
 #define PGEXACT_ALWAYS_INLINE
 #endif
 
+// One thread's moving state of a lane walk: the box and the two regions (bound indices per
+// feature, restored on the way back) and P(box) per recursion level and lane. The shared walks
+// point it into their Workspace; the union walk's threads own a LaneScratch, a few kilobytes
+// where a Workspace holds arrays over every node and boundary (140 MB on ExtraTrees' default).
+struct LaneState {
+  std::int32_t* box_lo;
+  std::int32_t* box_hi;
+  std::int32_t* region_lo[2];
+  std::int32_t* region_hi[2];
+  double* p;  // [level][lane], 2 max_depth + 4 levels
+};
+
+inline std::size_t lane_levels(const Arena& a) { return static_cast<std::size_t>(2 * a.max_depth + 4); }
+
+inline LaneState lane_state(Workspace& ws, const Arena& a, std::int32_t lanes) {
+  ws.variant_p.resize(lane_levels(a) * static_cast<std::size_t>(lanes));
+  return LaneState{ws.box_lo.data(), ws.box_hi.data(), {ws.region_lo[0].data(), ws.region_lo[1].data()},
+                   {ws.region_hi[0].data(), ws.region_hi[1].data()}, ws.variant_p.data()};
+}
+
+class LaneScratch {
+ public:
+  LaneScratch(const Arena& a, std::int32_t lanes)
+      : lo_(static_cast<std::size_t>(a.n_features)), hi_(lo_.size()), p_(lane_levels(a) * static_cast<std::size_t>(lanes)) {
+    // The whole real line on every feature, as Workspace starts.
+    for (std::int32_t j = 0; j < a.n_features; ++j) {
+      lo_[static_cast<std::size_t>(j)] = a.feature_bounds_begin[j];
+      hi_[static_cast<std::size_t>(j)] = a.feature_bounds_begin[j + 1] - 1;
+    }
+    for (int side = 0; side < 2; ++side) {
+      region_lo_[side] = lo_;
+      region_hi_[side] = hi_;
+    }
+  }
+  LaneState state() {
+    return LaneState{lo_.data(), hi_.data(), {region_lo_[0].data(), region_lo_[1].data()},
+                     {region_hi_[0].data(), region_hi_[1].data()}, p_.data()};
+  }
+
+ private:
+  std::vector<std::int32_t> lo_, hi_, region_lo_[2], region_hi_[2];
+  std::vector<double> p_;
+};
+
 class LaneWalk {
  protected:
   // `tables`: the lanes' pass-1 tables (prepare_variants), only read, so threads may share
-  // them; `scratch`: this walk's box, regions and per-level P(box) (it may be `tables`).
+  // them; `state`: this walk's box, regions and per-level P(box) (LaneState).
   // cov[lane] and skipped[lane] receive each lane's terms and skipped bounds.
-  LaneWalk(const Arena& a, const Workspace& tables, Workspace& scratch, std::int32_t count, const double* budget,
+  LaneWalk(const Arena& a, const Workspace& tables, const LaneState& state, std::int32_t count, const double* budget,
            double* cov, double* skipped)
-      : a_(a), tables_(tables), ws_(scratch), exact_bits_(a.n_features <= 64), count_(count),
+      : a_(a), tables_(tables), p_levels_(state.p), exact_bits_(a.n_features <= 64), count_(count),
         stride_(static_cast<std::size_t>(count)), rows_(tables.variant_row.data()),
         branch_(tables.variant_branch.data()), features_(tables.variant_features.data()),
         cmean_(tables.variant_cmean.data()), cdf_(tables.variant_cdf.data()), budget_(budget), cov_(cov),
-        skipped_(skipped), box_lo_(scratch.box_lo.data()), box_hi_(scratch.box_hi.data()) {
-    region_lo_[0] = scratch.region_lo[0].data();
-    region_hi_[0] = scratch.region_hi[0].data();
-    region_lo_[1] = scratch.region_lo[1].data();
-    region_hi_[1] = scratch.region_hi[1].data();
-    scratch.variant_p.resize(static_cast<std::size_t>(2 * a.max_depth + 4) * stride_);
+        skipped_(skipped), box_lo_(state.box_lo), box_hi_(state.box_hi) {
+    region_lo_[0] = state.region_lo[0];
+    region_hi_[0] = state.region_hi[0];
+    region_lo_[1] = state.region_lo[1];
+    region_hi_[1] = state.region_hi[1];
     for (std::int32_t v = 0; v < count; ++v) max_budget_ = std::max(max_budget_, budget[v]);
     // Per feature bit (beyond 64 features a bit stands for every feature j with j % 64 equal
     // to it, so the sets stay supersets), the lanes perturbing one of its features; then
@@ -69,7 +113,7 @@ class LaneWalk {
       const auto v = static_cast<std::size_t>(lowest_bit(b));
       mu_[0][v] = tables_.variant_mu[v * n_trees + static_cast<std::size_t>(t)];
       mu_[1][v] = tables_.variant_mu[v * n_trees + static_cast<std::size_t>(s)];
-      ws_.variant_p[v] = 1.0;
+      p_levels_[v] = 1.0;
       pair_skipped_[v] = 0.0;
     }
   }
@@ -263,7 +307,7 @@ class LaneWalk {
 
   const Arena& a_;
   const Workspace& tables_;
-  Workspace& ws_;
+  double* p_levels_;  // LaneState::p
   bool exact_bits_;  // one bit per feature (at most 64 features); see with_bit
   std::int32_t count_;
   std::size_t stride_;

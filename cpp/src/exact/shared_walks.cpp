@@ -28,7 +28,7 @@ class VariantRecursion : LaneWalk {
  public:
   VariantRecursion(const Arena& a, Workspace& ws, std::int32_t count, const double* budget, double* cov,
                    double* skipped)
-      : LaneWalk(a, ws, ws, count, budget, cov, skipped) {}
+      : LaneWalk(a, ws, lane_state(ws, a, count), count, budget, cov, skipped), ws_(ws) {}
 
   void covariance(std::int64_t t, std::int64_t s, std::uint64_t live) {
     begin_pair(t, s, live);
@@ -39,7 +39,7 @@ class VariantRecursion : LaneWalk {
  private:
   void rec(std::int32_t n, std::int32_t m, std::int32_t level, std::uint64_t live, std::uint64_t cut_a,
            std::uint64_t cut_b) {
-    const double* p = ws_.variant_p.data() + static_cast<std::size_t>(level) * stride_;
+    const double* p = p_levels_ + static_cast<std::size_t>(level) * stride_;
     if ((live & (live - 1)) == 0) {
       const auto v = static_cast<std::size_t>(lowest_bit(live));
       rec_one(n, m, v, p[v], cut_a, cut_b);
@@ -91,8 +91,8 @@ class VariantRecursion : LaneWalk {
   // Branches the variants of `live` (all perturbing the feature) at side's node.
   void split(int side, std::int32_t n, std::int32_t m, std::int32_t level, std::uint64_t live, std::uint64_t cut_a,
              std::uint64_t cut_b) {
-    const double* p = ws_.variant_p.data() + static_cast<std::size_t>(level) * stride_;
-    double* pc = ws_.variant_p.data() + static_cast<std::size_t>(level + 1) * stride_;
+    const double* p = p_levels_ + static_cast<std::size_t>(level) * stride_;
+    double* pc = p_levels_ + static_cast<std::size_t>(level + 1) * stride_;
     branch(side, n, m, cut_a, cut_b, [&](std::int32_t cn, std::int32_t cm, std::uint64_t ca, std::uint64_t cb,
                                          const ChildBox& box) PGEXACT_ALWAYS_INLINE {
       std::uint64_t child_live = 0;
@@ -106,6 +106,8 @@ class VariantRecursion : LaneWalk {
       if (child_live != 0) rec(cn, cm, level + 1, child_live, ca, cb);
     });
   }
+
+  Workspace& ws_;  // variant_nodes: where each moving variant arrives
 };
 
 // Bytes of per-variant tables (conditional means per node, CDFs per boundary) one walk may hold

@@ -2,6 +2,7 @@
 #include "union_walk.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #ifdef PGEXACT_OPENMP
@@ -14,6 +15,8 @@ namespace pgexact {
 namespace {
 
 using walk::fixed_child;
+using walk::LaneScratch;
+using walk::LaneState;
 using walk::LaneWalk;
 using walk::lowest_bit;
 using walk::with_bit;
@@ -36,9 +39,9 @@ constexpr std::size_t kTableBytes = std::size_t{512} << 20;
 // (one lane per walked variant, all of one row).
 class UnionRecursion : LaneWalk {
  public:
-  UnionRecursion(const Arena& a, const Workspace& tables, Workspace& scratch, std::int32_t count, const double* budget,
-                 double* cov, double* skipped)
-      : LaneWalk(a, tables, scratch, count, budget, cov, skipped), row_(tables.variant_row[0]) {}
+  UnionRecursion(const Arena& a, const Workspace& tables, const LaneState& state, std::int32_t count,
+                 const double* budget, double* cov, double* skipped)
+      : LaneWalk(a, tables, state, count, budget, cov, skipped), row_(tables.variant_row[0]) {}
 
   // Cov(f_t, f_s) of every lane of `live`, added plainly into cov[lane]; the bounds of the
   // states skipped into skipped[lane].
@@ -51,7 +54,7 @@ class UnionRecursion : LaneWalk {
  private:
   void rec(std::int32_t n, std::int32_t m, std::int32_t level, std::uint64_t live, std::uint64_t cut_a,
            std::uint64_t cut_b) {
-    const double* p = ws_.variant_p.data() + static_cast<std::size_t>(level) * stride_;
+    const double* p = p_levels_ + static_cast<std::size_t>(level) * stride_;
     if ((live & (live - 1)) == 0) {
       // One lane left: its own walk from here (any state of the union's is one of its own).
       const auto v = static_cast<std::size_t>(lowest_bit(live));
@@ -87,8 +90,8 @@ class UnionRecursion : LaneWalk {
   // the child x goes to and drops out of the other.
   void split(int side, std::int32_t n, std::int32_t m, std::int32_t level, std::uint64_t live, std::uint64_t cut_a,
              std::uint64_t cut_b) {
-    const double* p = ws_.variant_p.data() + static_cast<std::size_t>(level) * stride_;
-    double* pc = ws_.variant_p.data() + static_cast<std::size_t>(level + 1) * stride_;
+    const double* p = p_levels_ + static_cast<std::size_t>(level) * stride_;
+    double* pc = p_levels_ + static_cast<std::size_t>(level + 1) * stride_;
     const std::int32_t node = side == 0 ? n : m;
     const std::int32_t j = a_.feature[node];
     const std::uint64_t scaling = live & branch_[j];
@@ -150,11 +153,12 @@ void walk_group(const Arena& a, const Noise& noise, const Variant* variants, con
 #pragma omp parallel num_threads(threads)
 #endif
   {
-    // Each thread its own box (scratch); the tables are plan_ws's, only read in here.
-    Workspace scratch(a);
+    // Each thread its own box (a LaneScratch, not a Workspace: no arrays over the nodes); the
+    // tables are plan_ws's, only read in here.
+    LaneScratch scratch(a, n_lanes);
     double pair_cov[kMaxVariants] = {};
     double chunk_skipped[kMaxVariants] = {};
-    UnionRecursion walk(a, plan_ws, scratch, n_lanes, budget, pair_cov, chunk_skipped);
+    UnionRecursion walk(a, plan_ws, scratch.state(), n_lanes, budget, pair_cov, chunk_skipped);
 #ifdef PGEXACT_OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -211,15 +215,19 @@ void walk_union(const Arena& a, const Noise& noise, const Variant* variants, std
   const auto group = static_cast<std::int32_t>(
       std::max<std::size_t>(1, std::min<std::size_t>(kMaxVariants, kTableBytes / std::max<std::size_t>(per_lane, 1))));
   std::vector<std::int32_t> lanes;
-  Workspace ws(a);
-  for (std::int64_t v = 0; v < count; ++v) {
-    const Variant& var = variants[v];
-    if (walk::count_perturbed(noise, var.mask, var.row, d, 2) <= 1) {
-      // 0 or the single-feature sweep, as pg2_variants does.
-      ws.begin_row(var.row);
-      out[v] = pg2_row(a, noise, var.mask, ws, Pruning::Full, tol);
-    } else {
-      lanes.push_back(static_cast<std::int32_t>(v));
+  {
+    // Sets of at most one perturbed feature: 0 or the single-feature sweep, as pg2_variants
+    // does; their Workspace is freed before the walk's tables are built.
+    std::unique_ptr<Workspace> ws;
+    for (std::int64_t v = 0; v < count; ++v) {
+      const Variant& var = variants[v];
+      if (walk::count_perturbed(noise, var.mask, var.row, d, 2) <= 1) {
+        if (!ws) ws = std::make_unique<Workspace>(a);
+        ws->begin_row(var.row);
+        out[v] = pg2_row(a, noise, var.mask, *ws, Pruning::Full, tol);
+      } else {
+        lanes.push_back(static_cast<std::int32_t>(v));
+      }
     }
   }
   // A unit of progress per tree pair and group, all planned now (a group's pairs are known once
