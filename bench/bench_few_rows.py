@@ -1,8 +1,9 @@
-"""Calls of one or two rows: the leaf pairs (before) against the shared walks (after).
+"""Calls of one or two rows: the leaf pairs (before) against the walks (after).
 
-``Kernel.pairs`` now runs one-row PGI² curves and sets of boosting-sized trees (at most 128
-leaves per tree on average), and greedy rankings of one or two rows of any model, on the shared
-walks (kernels.hpp's ``few_rows_on_walks``). Measured here in one process, alternating before /
+``Kernel.pairs`` runs one-row PGI² curves and sets of any model on the union walk, and greedy
+rankings of one or two rows (four of CatBoost's) on the shared walks (kernels.hpp's
+``few_rows_on_walks``; until 468f40c one-row curves took the shared walks, and only on trees of
+at most 128 leaves per tree on average: bench_union_walk.py compares the two). Measured here in one process, alternating before /
 after round by round (the machine is shared): "before" is the same call made as a block of a
 large call (``block_of_call``, which keeps it on the leaf pairs, as every call was before),
 "after" the call as a user makes it. Monte Carlo at 100 samples on the same row and ranking
@@ -127,7 +128,7 @@ def markdown(rows: List[Dict[str, Any]], rounds: int) -> str:
     lines = [BEGIN, "", "## Few rows on the walks (`bench/bench_few_rows.py`)", "",
              f"Median seconds per call over {rounds} rounds, before / after alternating in one process; "
              "before = the leaf pairs (the call as a block of a large call), after = the call as made "
-             "(one-row curves of trees of ≤ 128 leaves on average and greedy rankings of ≤ 2 rows on the "
+             "(one-row curves on the union walk, greedy rankings of ≤ 2 rows, ≤ 4 of CatBoost's, on the "
              f"shared walks); MC-100 = `pgexact.mc.pgi2`, 100 samples, same rows, same threads; σ = {SIGMA}. "
              "\"agree\": largest relative difference of the values (pgi2), or whether the rankings are equal. "
              f"Load average at the end: {os.getloadavg()[0]:.2f}.", "",

@@ -149,6 +149,11 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
                double* out, RunControl* control, double tol) {
   noise.validate(a.n_features);
   check_perturbable(a, noise, perturbed, mask_per_row ? n_rows : 1);
+  if (pruning == Pruning::Full && few_rows_on_walks(a, noise, n_rows, FewRowsCall::Set)) {
+    // One row, any model: one walk, its tree pairs shared among the threads (few_rows.hpp).
+    pg2_one_row(a, noise, X, perturbed, n_threads, out, control, tol);
+    return;
+  }
   const std::int64_t d = a.n_features;
   if (fastest(pruning) && pairs_apply(a)) {
     // A row with one effectively perturbed feature (or none) is a sweep over that feature's
@@ -162,11 +167,7 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
       (walk::count_perturbed(noise, mask, x, d, 2) <= 1 && !noise.has_categorical() ? swept : paired).push_back(i);
     }
     if (swept.empty()) {
-      if (pruning == Pruning::Full && few_rows_on_walks(a, noise, n_rows, FewRowsCall::Set)) {
-        pg2_one_row(a, noise, X, perturbed, n_threads, out, control, tol);
-      } else {
-        pg2_pairs(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control, tol);
-      }
+      pg2_pairs(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control, tol);
       return;
     }
     for_each_row(a, static_cast<std::int64_t>(swept.size()), n_threads, [&](Workspace& ws, std::int64_t k) {
@@ -179,18 +180,12 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
     const std::vector<std::uint8_t> masks = gather_rows(perturbed, d, paired, mask_per_row);
     std::vector<double> values(paired.size());
     const auto n_paired = static_cast<std::int64_t>(paired.size());
-    // Some rows swept and some paired: at least two rows, so never the one-row walk.
     pg2_pairs(a, noise, rows.data(), n_paired, masks.data(), true, n_threads, values.data(), control, tol);
     scatter_rows(values, 1, paired, out);
     return;
   }
   if (noise.has_categorical() && pruning != Pruning::None) throw std::invalid_argument(categorical_unsupported());
   if (shares_walks(a, pruning)) {
-    if (pruning == Pruning::Full && few_rows_on_walks(a, noise, n_rows, FewRowsCall::Set)) {
-      // Over 64 features, one row: its tree pairs shared among the threads.
-      pg2_one_row(a, noise, X, perturbed, n_threads, out, control, tol);
-      return;
-    }
     // Blocks of rows, one shared walk each.
     const std::int64_t block = rows_per_block(n_rows, n_threads, max_variants(a));
     for_each_row(a, (n_rows + block - 1) / block, n_threads, [&](Workspace& ws, std::int64_t b) {
@@ -255,21 +250,17 @@ void pg2_curve_batch(const Arena& a, const Noise& noise, const double* X, std::i
       }
     }
   }
+  if (pruning == Pruning::Full && few_rows_on_walks(a, noise, n_rows, FewRowsCall::Curve)) {
+    // One row, any model: one walk over the union of its prefixes (few_rows.hpp).
+    curve_one_row(a, noise, X, ranking, n_steps, n_threads, out, control, tol);
+    return;
+  }
   if (fastest(pruning) && pairs_apply(a)) {
-    if (pruning == Pruning::Full && few_rows_on_walks(a, noise, n_rows, FewRowsCall::Curve)) {
-      curve_one_row(a, noise, X, ranking, n_steps, n_threads, out, control, tol);
-      return;
-    }
     pg2_curve_pairs(a, noise, X, n_rows, ranking, ranking_per_row, n_steps, n_threads, out, control, tol);
     return;
   }
   if (noise.has_categorical() && pruning != Pruning::None) throw std::invalid_argument(categorical_unsupported());
   if (shares_walks(a, pruning) && n_steps > 0) {
-    if (pruning == Pruning::Full && few_rows_on_walks(a, noise, n_rows, FewRowsCall::Curve)) {
-      // Over 64 features, one row: one walk over the union of its prefixes.
-      curve_one_row(a, noise, X, ranking, n_steps, n_threads, out, control, tol);
-      return;
-    }
     if (n_rows <= 2) {
       // Too few rows to give every thread a block: the prefixes are shared out instead (each
       // prefix's value does not depend on which share its walk, so the bits are the same).

@@ -80,7 +80,7 @@ class LaneWalk {
   // cov[lane] and skipped[lane] receive each lane's terms and skipped bounds.
   LaneWalk(const Arena& a, const Workspace& tables, const LaneState& state, std::int32_t count, const double* budget,
            double* cov, double* skipped)
-      : a_(a), tables_(tables), p_levels_(state.p), exact_bits_(a.n_features <= 64), count_(count),
+      : a_(a), tables_(tables), p_levels_(state.p), exact_bits_(a.n_features <= 64),
         stride_(static_cast<std::size_t>(count)), rows_(tables.variant_row.data()),
         branch_(tables.variant_branch.data()), features_(tables.variant_features.data()),
         cmean_(tables.variant_cmean.data()), cdf_(tables.variant_cdf.data()), budget_(budget), cov_(cov),
@@ -309,7 +309,6 @@ class LaneWalk {
   const Workspace& tables_;
   double* p_levels_;  // LaneState::p
   bool exact_bits_;  // one bit per feature (at most 64 features); see with_bit
-  std::int32_t count_;
   std::size_t stride_;
   const double* const* rows_;      // per lane: its row
   const std::uint64_t* branch_;    // per feature: the lanes perturbing it

@@ -2,7 +2,6 @@
 #include "union_walk.hpp"
 
 #include <algorithm>
-#include <memory>
 #include <vector>
 
 #ifdef PGEXACT_OPENMP
@@ -214,29 +213,29 @@ void walk_union(const Arena& a, const Noise& noise, const Variant* variants, std
   const std::size_t per_lane = 8 * static_cast<std::size_t>(a.n_nodes()) + sizeof(Workspace::Cdf) * a.bounds.size();
   const auto group = static_cast<std::int32_t>(
       std::max<std::size_t>(1, std::min<std::size_t>(kMaxVariants, kTableBytes / std::max<std::size_t>(per_lane, 1))));
-  std::vector<std::int32_t> lanes;
-  {
-    // Sets of at most one perturbed feature: 0 or the single-feature sweep, as pg2_variants
-    // does; their Workspace is freed before the walk's tables are built.
-    std::unique_ptr<Workspace> ws;
-    for (std::int64_t v = 0; v < count; ++v) {
-      const Variant& var = variants[v];
-      if (walk::count_perturbed(noise, var.mask, var.row, d, 2) <= 1) {
-        if (!ws) ws = std::make_unique<Workspace>(a);
-        ws->begin_row(var.row);
-        out[v] = pg2_row(a, noise, var.mask, *ws, Pruning::Full, tol);
-      } else {
-        lanes.push_back(static_cast<std::int32_t>(v));
-      }
-    }
+  // Sets of at most one perturbed feature: 0 or the single-feature sweep, as pg2_variants does;
+  // the others are lanes.
+  std::vector<std::int32_t> swept, lanes;
+  for (std::int64_t v = 0; v < count; ++v) {
+    const Variant& var = variants[v];
+    (walk::count_perturbed(noise, var.mask, var.row, d, 2) <= 1 ? swept : lanes).push_back(static_cast<std::int32_t>(v));
   }
-  // A unit of progress per tree pair and group, all planned now (a group's pairs are known once
-  // its pass 1 has run; planning them group by group made estimate project the first group only:
-  // 167 s for 597 s on ExtraTrees' default).
+  // A unit of progress per swept set and per tree pair and group, all planned now (a group's
+  // pairs are known once its pass 1 has run; planning them group by group made estimate project
+  // the first group only: 167 s for 597 s on ExtraTrees' default).
   const std::int64_t n_trees = a.n_trees();
   const auto n_groups = static_cast<std::int64_t>((lanes.size() + static_cast<std::size_t>(group) - 1) /
                                                   static_cast<std::size_t>(group));
-  plan(control, n_groups * (n_trees * (n_trees - 1) / 2));
+  plan(control, static_cast<std::int64_t>(swept.size()) + n_groups * (n_trees * (n_trees - 1) / 2));
+  if (!swept.empty()) {
+    // Their Workspace is freed before the walk's tables are built.
+    Workspace ws(a);
+    for (const std::int32_t v : swept) {
+      ws.begin_row(variants[v].row);
+      out[v] = pg2_row(a, noise, variants[v].mask, ws, Pruning::Full, tol);
+      advance(control, 1);
+    }
+  }
   for (std::size_t g = 0; g < lanes.size() && !stopped(control); g += static_cast<std::size_t>(group)) {
     const auto n = static_cast<std::int32_t>(std::min(lanes.size() - g, static_cast<std::size_t>(group)));
     walk_group(a, noise, variants, lanes.data() + g, n, n_threads, tol, out, control);
