@@ -28,7 +28,7 @@ class VariantRecursion : LaneWalk {
  public:
   VariantRecursion(const Arena& a, Workspace& ws, std::int32_t count, const double* budget, double* cov,
                    double* skipped)
-      : LaneWalk(a, ws, lane_state(ws, a, count), count, budget, cov, skipped), ws_(ws) {}
+      : LaneWalk(a, ws, lane_state(ws, a, count), count, budget, cov, skipped, LaneWalk::Cdfs::per_lane), ws_(ws) {}
 
   void covariance(std::int64_t t, std::int64_t s, std::uint64_t live) {
     begin_pair(t, s, live);
@@ -117,7 +117,8 @@ constexpr std::size_t kVariantBytes = std::size_t{8} << 20;
 }  // namespace
 
 void prepare_variants(const Arena& a, const Noise& noise, const Variant* variants, const std::int32_t* walked,
-                      std::int32_t n_walked, Workspace& ws, double* bias, double* var, std::int64_t* n_pairs) {
+                      std::int32_t n_walked, Workspace& ws, double* bias, double* var, std::int64_t* n_pairs,
+                      bool lane_cdfs) {
   const std::int32_t d = a.n_features;
   const std::size_t n_nodes = static_cast<std::size_t>(a.n_nodes());
   const std::size_t n_trees = static_cast<std::size_t>(a.n_trees());
@@ -132,7 +133,7 @@ void prepare_variants(const Arena& a, const Noise& noise, const Variant* variant
   double bias_comp[kMaxVariants], var_comp[kMaxVariants];
   const auto nw = static_cast<std::size_t>(n_walked);
   ws.variant_cmean.resize(nw * n_nodes);
-  ws.variant_cdf.resize(nw * a.bounds.size());
+  ws.variant_cdf.resize(lane_cdfs ? nw * a.bounds.size() : 0);
   ws.variant_mu.resize(nw * n_trees);
   ws.variant_tree_mask.resize(nw * n_trees);
   ws.variant_p.resize(static_cast<std::size_t>(2 * a.max_depth + 4) * nw);
@@ -150,6 +151,7 @@ void prepare_variants(const Arena& a, const Noise& noise, const Variant* variant
     for (std::int32_t j = 0; j < d; ++j) {
       if (!ws.perturbed[j]) continue;
       ws.variant_branch[static_cast<std::size_t>(j)] |= std::uint64_t{1} << w;
+      if (!lane_cdfs) continue;
       for (std::int32_t k = a.feature_bounds_begin[j]; k < a.feature_bounds_begin[j + 1]; ++k) {
         ws.variant_cdf[static_cast<std::size_t>(k) * nw + w] = ws.cdf[static_cast<std::size_t>(k)];
       }

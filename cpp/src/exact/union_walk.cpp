@@ -14,6 +14,7 @@ namespace pgexact {
 namespace {
 
 using walk::fixed_child;
+using walk::for_each_lane;
 using walk::LaneScratch;
 using walk::LaneState;
 using walk::LaneWalk;
@@ -29,9 +30,10 @@ constexpr std::size_t kMaxPairsPerChunk = 64;
 constexpr std::size_t kTargetChunks = 64;
 
 // Bytes of lane tables one walk may hold (shared by its threads): every prefix of a curve of
-// ExtraTrees' default on housing (3.2 million nodes, 51 MB a lane) fits. More lanes than fit
-// walk in groups, each group a walk of the whole model (ExtraTrees in two groups of 256 MB:
-// 597 s a row; fewer walks cost less).
+// ExtraTrees' default on housing (3.2 million nodes, 26 MB a lane: a conditional mean per node;
+// the boundary CDFs are the row's, held once) fits with room to spare. More lanes than fit
+// walk in groups, each group a walk of the whole model (ExtraTrees in two groups: 597 s a row
+// against 499 s in one; fewer walks cost less).
 constexpr std::size_t kTableBytes = std::size_t{512} << 20;
 
 // The pair recursion over the union of the lanes' sets, for the tables prepare_variants built
@@ -40,7 +42,7 @@ class UnionRecursion : LaneWalk {
  public:
   UnionRecursion(const Arena& a, const Workspace& tables, const LaneState& state, std::int32_t count,
                  const double* budget, double* cov, double* skipped)
-      : LaneWalk(a, tables, state, count, budget, cov, skipped), row_(tables.variant_row[0]) {}
+      : LaneWalk(a, tables, state, count, budget, cov, skipped, LaneWalk::Cdfs::row), row_(tables.variant_row[0]) {}
 
   // Cov(f_t, f_s) of every lane of `live`, added plainly into cov[lane]; the bounds of the
   // states skipped into skipped[lane].
@@ -99,26 +101,32 @@ class UnionRecursion : LaneWalk {
     // The box's mass on j, from any lane that perturbs j (their CDFs there are the row's).
     const std::size_t first = scaling != 0 ? static_cast<std::size_t>(lowest_bit(scaling)) : 0;
     const double m_box = scaling != 0 ? mass_of(first, box_lo_[j], box_hi_[j]) : 0.0;
+    const double p_min = p_min_;  // of `live` (settle_state); the children overwrite p_min_
     branch(side, n, m, cut_a, cut_b, [&](std::int32_t cn, std::int32_t cm, std::uint64_t ca, std::uint64_t cb,
                                          const ChildBox& box) PGEXACT_ALWAYS_INLINE {
       std::uint64_t child_live = 0;
       if (scaling != 0) {
-        // P(child's box) = p * (mass(child) / mass(box)): child_p's operations, the share once.
+        // P(child's box) = p * (mass(child) / mass(box)): child_p's operations, the share once
+        // (times 1 where the split does not cut the box: exact).
         const double share = !box.cut ? 1.0 : m_box > 0.0 ? mass_of(first, box.child_lo, box.child_hi) / m_box : 0.0;
-        for (std::uint64_t b = scaling; b != 0; b &= b - 1) {
-          const auto v = static_cast<std::size_t>(lowest_bit(b));
-          const double pv = box.cut ? p[v] * share : p[v];
-          if (!(pv > 0.0)) continue;
-          pc[v] = pv;
-          child_live |= std::uint64_t{1} << v;
+        if (p_min * share > 0.0) {
+          // No lane's product underflows (rounding is monotone, and p_min is at most each
+          // lane's P(box)): every scaling lane lives on, without a test per lane.
+          for_each_lane(scaling, [&](std::size_t v) PGEXACT_ALWAYS_INLINE { pc[v] = p[v] * share; });
+          child_live = scaling;
+        } else {
+          for (std::uint64_t b = scaling; b != 0; b &= b - 1) {
+            const auto v = static_cast<std::size_t>(lowest_bit(b));
+            const double pv = p[v] * share;
+            if (!(pv > 0.0)) continue;
+            pc[v] = pv;
+            child_live |= std::uint64_t{1} << v;
+          }
         }
       }
       if ((side == 0 ? cn : cm) == x_child) {
-        for (std::uint64_t b = fixing; b != 0; b &= b - 1) {
-          const auto v = static_cast<std::size_t>(lowest_bit(b));
-          pc[v] = p[v];
-          child_live |= std::uint64_t{1} << v;
-        }
+        for_each_lane(fixing, [&](std::size_t v) PGEXACT_ALWAYS_INLINE { pc[v] = p[v]; });
+        child_live |= fixing;
       }
       if (child_live != 0) rec(cn, cm, level + 1, child_live, ca, cb);
     });
@@ -135,7 +143,8 @@ void walk_group(const Arena& a, const Noise& noise, const Variant* variants, con
   double bias[kMaxVariants], var[kMaxVariants], budget[kMaxVariants];
   std::int64_t n_pairs[kMaxVariants];
   Workspace plan_ws(a);
-  walk::prepare_variants(a, noise, variants, lanes, n_lanes, plan_ws, bias, var, n_pairs);
+  // One row: every lane reads the row's boundary CDFs (plan_ws.cdf), no copy per lane.
+  walk::prepare_variants(a, noise, variants, lanes, n_lanes, plan_ws, bias, var, n_pairs, false);
   for (std::size_t v = 0; v < nl; ++v) budget[v] = walk::skip_budget(tol, bias[v], var[v], n_pairs[v]);
   const std::vector<std::int32_t>& partners = plan_ws.partners;
   const std::vector<std::uint64_t>& pair_live = plan_ws.pair_live;
@@ -208,9 +217,9 @@ void walk_group(const Arena& a, const Noise& noise, const Variant* variants, con
 void walk_union(const Arena& a, const Noise& noise, const Variant* variants, std::int64_t count, int n_threads,
                 double tol, double* out, RunControl* control) {
   const std::int32_t d = a.n_features;
-  // Lanes per walk: their tables (a conditional mean per node, two CDFs per boundary) within
+  // Lanes per walk: their tables (a conditional mean per node) within
   // kTableBytes, once per call whatever the thread count.
-  const std::size_t per_lane = 8 * static_cast<std::size_t>(a.n_nodes()) + sizeof(Workspace::Cdf) * a.bounds.size();
+  const std::size_t per_lane = 8 * static_cast<std::size_t>(a.n_nodes());
   const auto group = static_cast<std::int32_t>(
       std::max<std::size_t>(1, std::min<std::size_t>(kMaxVariants, kTableBytes / std::max<std::size_t>(per_lane, 1))));
   // Sets of at most one perturbed feature: 0 or the single-feature sweep, as pg2_variants does;

@@ -201,9 +201,11 @@ double pg2_single_feature(const Arena& a, Workspace& ws, std::int32_t j);
 // boundary CDFs, tree means and masks, its row and features, the variants perturbing each
 // feature; see Workspace), with each variant's bias E f - f(x) and sum_t Var f_t, compensated
 // over trees; with n_pairs, also the tree pairs dependent for some variant (ws.partners,
-// ws.pair_live) and how many each variant has (shared_walks.cpp).
+// ws.pair_live) and how many each variant has (shared_walks.cpp). Variants of one row may
+// read its boundary CDFs from ws.cdf instead (`lane_cdfs` false: no per-variant copies).
 void prepare_variants(const Arena& a, const Noise& noise, const Variant* variants, const std::int32_t* walked,
-                      std::int32_t n_walked, Workspace& ws, double* bias, double* var, std::int64_t* n_pairs);
+                      std::int32_t n_walked, Workspace& ws, double* bias, double* var, std::int64_t* n_pairs,
+                      bool lane_cdfs = true);
 
 // One variant's certified-skipping budget per tree pair: a tenth of tol times its diagonal part
 // (bias^2 + sum Var), shared out over its n_pairs dependent tree pairs; tol 0 skips nothing.
