@@ -20,22 +20,14 @@ namespace walk {
 
 inline int lowest_bit(std::uint64_t v) { return __builtin_ctzll(v); }
 
-// Calls f(v) for each lane v of `lanes`. Where the lanes are consecutive (a curve's prefixes
-// mostly are: the lanes perturbing a feature are those from its rank on) this is a plain loop
-// over their range, which the compiler unrolls and vectorises; otherwise a bit at a time. The
-// same f(v) either way: each lane's operations are its own.
-template <typename F>
-PGEXACT_ALWAYS_INLINE inline void for_each_lane(std::uint64_t lanes, F&& f) {
-  if (lanes == 0) return;
-  const int first = lowest_bit(lanes);
-  const std::uint64_t run = lanes >> first;
-  if ((run & (run + 1)) == 0) {
-    const int end = 64 - __builtin_clzll(lanes);  // (popcount is a library call in a base x86-64 build)
-    for (int v = first; v < end; ++v) f(static_cast<std::size_t>(v));
-  } else {
-    for (std::uint64_t b = lanes; b != 0; b &= b - 1) f(static_cast<std::size_t>(lowest_bit(b)));
-  }
-}
+// The split helpers are written once for the one- and many-lane recursions; inlined, they cost
+// what the hand-written copies did (measured: about 15% slower when left to the compiler's
+// choice).
+#if defined(__GNUC__) || defined(__clang__)
+#define PGEXACT_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define PGEXACT_ALWAYS_INLINE
+#endif
 
 // One thread's moving state of a lane walk: the box and the two regions (bound indices per
 // feature, restored on the way back) and P(box) per recursion level and lane. The shared walks
@@ -153,28 +145,6 @@ class LaneWalk {
     return m > 0.0 ? m : 0.0;
   }
 
-  // The smallest P(box) of the lanes of `live` (1 if none is below it): four running minima
-  // across the lanes' range rather than one chain of dependent minima a lane at a time (up to
-  // 64 lanes a state on a curve over 100 features). A minimum is exact whatever the order, so
-  // the value is the same.
-  static double smallest_p(const double* p, std::uint64_t live) {
-    const int first = lowest_bit(live);
-    const int last = 63 - __builtin_clzll(live);
-    double m[4] = {1.0, 1.0, 1.0, 1.0};
-    int v = first;
-    for (; v + 3 <= last; v += 4) {
-      for (int k = 0; k < 4; ++k) {
-        const double q = ((live >> (v + k)) & 1u) != 0 ? p[v + k] : 1.0;
-        m[k] = q < m[k] ? q : m[k];
-      }
-    }
-    for (; v <= last; ++v) {
-      const double q = ((live >> v) & 1u) != 0 ? p[v] : 1.0;
-      m[0] = q < m[0] ? q : m[0];
-    }
-    return std::min(std::min(m[0], m[1]), std::min(m[2], m[3]));
-  }
-
   // Follows lane v's row from n through the splits v does not perturb.
   std::int32_t settle(std::int32_t n, std::size_t v) const {
     const std::uint64_t bit = std::uint64_t{1} << v;
@@ -194,17 +164,17 @@ class LaneWalk {
   std::uint64_t settle_state(std::int32_t n, std::int32_t m, const double* p, std::uint64_t live,
                              std::uint64_t sf_n, std::uint64_t sf_m, std::uint64_t cuts_n, std::uint64_t cuts_m) {
     const std::uint64_t dependent = variants_of((sf_n & sf_m) | cuts_n | cuts_m);
-    const double* cmean_n = cmean_ + static_cast<std::size_t>(n) * stride_;
-    const double* cmean_m = cmean_ + static_cast<std::size_t>(m) * stride_;
-    double* const cov = cov_;
-    for_each_lane(live & ~dependent, [&](std::size_t v) PGEXACT_ALWAYS_INLINE { cov[v] += p[v] * cmean_n[v] * cmean_m[v]; });
+    for (std::uint64_t b = live & ~dependent; b != 0; b &= b - 1) {
+      const auto v = static_cast<std::size_t>(lowest_bit(b));
+      cov_[v] += p[v] * cmean_[static_cast<std::size_t>(n) * stride_ + v] * cmean_[static_cast<std::size_t>(m) * stride_ + v];
+    }
     live &= dependent;
     if (live == 0) return 0;
     // Certified skipping, with each lane's own budget. A spread is at least half the leaf
     // range whatever the mean, so one test with the smallest P(box) and the largest budget
     // rules out most states at once.
-    const double p_min = smallest_p(p, live);
-    p_min_ = p_min;
+    double p_min = 1.0;
+    for (std::uint64_t b = live; b != 0; b &= b - 1) p_min = std::min(p_min, p[lowest_bit(b)]);
     const double floor_bound =
         p_min * (0.25 * (a_.subtree_max[n] - a_.subtree_min[n])) * (a_.subtree_max[m] - a_.subtree_min[m]);
     for (std::uint64_t b = floor_bound <= kSlack * max_budget_ ? live : 0; b != 0; b &= b - 1) {
@@ -363,9 +333,6 @@ class LaneWalk {
   // in company, so it keeps a margin far above the rounding of the two bounds.
   static constexpr double kSlack = 1.0 + 1e-9;
   double max_budget_ = 0.0;
-  // The smallest P(box) of the lanes settle_state last left to split (or fewer): a lower
-  // bound for each of them.
-  double p_min_ = 1.0;
   double mu_[2][kMaxVariants] = {};
   double pair_skipped_[kMaxVariants] = {};  // each pair has its own budget, as in pg2_row
   std::int32_t n_bytes_ = 0;

@@ -14,7 +14,6 @@ namespace pgexact {
 namespace {
 
 using walk::fixed_child;
-using walk::for_each_lane;
 using walk::LaneScratch;
 using walk::LaneState;
 using walk::LaneWalk;
@@ -101,32 +100,26 @@ class UnionRecursion : LaneWalk {
     // The box's mass on j, from any lane that perturbs j (their CDFs there are the row's).
     const std::size_t first = scaling != 0 ? static_cast<std::size_t>(lowest_bit(scaling)) : 0;
     const double m_box = scaling != 0 ? mass_of(first, box_lo_[j], box_hi_[j]) : 0.0;
-    const double p_min = p_min_;  // of `live` (settle_state); the children overwrite p_min_
     branch(side, n, m, cut_a, cut_b, [&](std::int32_t cn, std::int32_t cm, std::uint64_t ca, std::uint64_t cb,
                                          const ChildBox& box) PGEXACT_ALWAYS_INLINE {
       std::uint64_t child_live = 0;
       if (scaling != 0) {
-        // P(child's box) = p * (mass(child) / mass(box)): child_p's operations, the share once
-        // (times 1 where the split does not cut the box: exact).
+        // P(child's box) = p * (mass(child) / mass(box)): child_p's operations, the share once.
         const double share = !box.cut ? 1.0 : m_box > 0.0 ? mass_of(first, box.child_lo, box.child_hi) / m_box : 0.0;
-        if (p_min * share > 0.0) {
-          // No lane's product underflows (rounding is monotone, and p_min is at most each
-          // lane's P(box)): every scaling lane lives on, without a test per lane.
-          for_each_lane(scaling, [&](std::size_t v) PGEXACT_ALWAYS_INLINE { pc[v] = p[v] * share; });
-          child_live = scaling;
-        } else {
-          for (std::uint64_t b = scaling; b != 0; b &= b - 1) {
-            const auto v = static_cast<std::size_t>(lowest_bit(b));
-            const double pv = p[v] * share;
-            if (!(pv > 0.0)) continue;
-            pc[v] = pv;
-            child_live |= std::uint64_t{1} << v;
-          }
+        for (std::uint64_t b = scaling; b != 0; b &= b - 1) {
+          const auto v = static_cast<std::size_t>(lowest_bit(b));
+          const double pv = box.cut ? p[v] * share : p[v];
+          if (!(pv > 0.0)) continue;
+          pc[v] = pv;
+          child_live |= std::uint64_t{1} << v;
         }
       }
       if ((side == 0 ? cn : cm) == x_child) {
-        for_each_lane(fixing, [&](std::size_t v) PGEXACT_ALWAYS_INLINE { pc[v] = p[v]; });
-        child_live |= fixing;
+        for (std::uint64_t b = fixing; b != 0; b &= b - 1) {
+          const auto v = static_cast<std::size_t>(lowest_bit(b));
+          pc[v] = p[v];
+          child_live |= std::uint64_t{1} << v;
+        }
       }
       if (child_live != 0) rec(cn, cm, level + 1, child_live, ca, cb);
     });
