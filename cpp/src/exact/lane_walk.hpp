@@ -189,6 +189,16 @@ class LaneWalk {
     return live;
   }
 
+  // A state of a single lane walks on as that lane's own (rec_one: any state of a shared walk
+  // is one of its own); returns whether `live` held one lane.
+  PGEXACT_ALWAYS_INLINE bool rec_if_one_lane(std::int32_t n, std::int32_t m, const double* p, std::uint64_t live,
+                                             std::uint64_t cut_a, std::uint64_t cut_b) {
+    if ((live & (live - 1)) != 0) return false;
+    const auto v = static_cast<std::size_t>(lowest_bit(live));
+    rec_one(n, m, v, p[v], cut_a, cut_b);
+    return true;
+  }
+
   // The recursion of a state holding the single lane v, with P(box) = p: the shared walks'
   // rec() for one variant, the same operations in the same order (so the same bits), without
   // the per-lane sets and tables.

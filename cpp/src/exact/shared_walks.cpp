@@ -40,11 +40,7 @@ class VariantRecursion : LaneWalk {
   void rec(std::int32_t n, std::int32_t m, std::int32_t level, std::uint64_t live, std::uint64_t cut_a,
            std::uint64_t cut_b) {
     const double* p = p_levels_ + static_cast<std::size_t>(level) * stride_;
-    if ((live & (live - 1)) == 0) {
-      const auto v = static_cast<std::size_t>(lowest_bit(live));
-      rec_one(n, m, v, p[v], cut_a, cut_b);
-      return;
-    }
+    if (rec_if_one_lane(n, m, p, live, cut_a, cut_b)) return;
     // Variants for which n or m splits on a feature they do not perturb move on through their
     // own rows, grouped by where they arrive; the box does not change.
     std::uint64_t moving = 0;

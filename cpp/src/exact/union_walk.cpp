@@ -55,12 +55,7 @@ class UnionRecursion : LaneWalk {
   void rec(std::int32_t n, std::int32_t m, std::int32_t level, std::uint64_t live, std::uint64_t cut_a,
            std::uint64_t cut_b) {
     const double* p = p_levels_ + static_cast<std::size_t>(level) * stride_;
-    if ((live & (live - 1)) == 0) {
-      // One lane left: its own walk from here (any state of the union's is one of its own).
-      const auto v = static_cast<std::size_t>(lowest_bit(live));
-      rec_one(n, m, v, p[v], cut_a, cut_b);
-      return;
-    }
+    if (rec_if_one_lane(n, m, p, live, cut_a, cut_b)) return;
     // Splits on features no lane perturbs follow x; the box does not change.
     while (a_.feature[n] >= 0 && branch_[a_.feature[n]] == 0) n = fixed_child(a_, n, row_);
     while (a_.feature[m] >= 0 && branch_[a_.feature[m]] == 0) m = fixed_child(a_, m, row_);
