@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+# The shipped datasets beside the checkout (the benchmarks' --data-dir default).
+DATA_DIR = str(Path(__file__).resolve().parents[2] / "shared" / "datasets")
 
 
 def write_section(text: str, begin: str, end: str, path: Path = RESULTS) -> None:

@@ -6,7 +6,7 @@ the whole round repeated, so that both see the same load on a shared machine; th
 the median seconds per call of each and their ratio. Models are trained once here and pickled
 for the children. Values are compared too: the two checkouts must agree within 1e-12 relative.
 
-    python bench/bench_before_after.py --before ../old-checkout [--after .] [--rounds 3]
+    python bench/bench_before_after.py --before ../old-checkout [--after .] [--rounds 3] [--data-dir ../shared/datasets]
         [--cases a,b,...] [--write]
 
 Build each checkout's extension first (``pip install -e``-free: the CMake build copied into
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section  # noqa: E402
+from _results import DATA_DIR, write_section  # noqa: E402
 
 BEGIN = "<!-- bench_before_after:begin -->"
 END = "<!-- bench_before_after:end -->"
@@ -66,12 +66,10 @@ def _synthetic(d: int, seed: int = 0, n: int = 4000):
     return X, y
 
 
-def _housing():
+def _housing(data_dir: str):
     import pandas as pd
 
-    here = Path(__file__).resolve().parents[1]
-    path = here.parent / "shared" / "datasets" / "california_housing.csv"
-    df = pd.read_csv(path).dropna()
+    df = pd.read_csv(Path(data_dir) / "california_housing.csv").dropna()
     y = df.pop("median_house_value").to_numpy() / 1e5
     X = df.drop(columns=["ocean_proximity"]).to_numpy()
     X = (X - X.mean(0)) / X.std(0)
@@ -80,8 +78,8 @@ def _housing():
     return X[idx[:cut]], y[idx[:cut]], X[idx[cut:]]
 
 
-def cases():
-    """(key, description, model factory, call, rows, reps)."""
+def cases(data_dir: str):
+    """(key, description, model factory, call, rows, reps); the housing data from `data_dir`."""
     import xgboost as xgb
     from sklearn.ensemble import RandomForestRegressor
 
@@ -93,7 +91,7 @@ def cases():
 
     def rf(trees, depth):
         def make():
-            Xtr, ytr, Xte = _housing()
+            Xtr, ytr, Xte = _housing(data_dir)
             model = RandomForestRegressor(n_estimators=trees, max_depth=depth, n_jobs=2, random_state=0)
             return model.fit(Xtr, ytr), Xte
         return make
@@ -130,12 +128,13 @@ def main() -> None:
     ap.add_argument("--cases", default="")
     ap.add_argument("--timeout", type=float, default=1800.0)
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--data-dir", default=DATA_DIR, help="where california_housing.csv is")
     args = ap.parse_args()
     wanted = set(filter(None, args.cases.split(",")))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         made = {}
-        for key, desc, make, call, n_rows, reps in cases():
+        for key, desc, make, call, n_rows, reps in cases(args.data_dir):
             if wanted and key not in wanted:
                 continue
             if make not in made:

@@ -30,7 +30,7 @@ import pgexact
 from pgexact._exact._kernels import block_of_call
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section  # noqa: E402
+from _results import DATA_DIR, write_section  # noqa: E402
 
 BEGIN, END = "<!-- bench_few_rows:begin -->", "<!-- bench_few_rows:end -->"
 SIGMA = 0.3
@@ -147,7 +147,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--big", action="store_true", help="also CatBoostRegressor() (1000 trees), one round")
-    ap.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+    ap.add_argument("--data-dir", default=DATA_DIR)
     ap.add_argument("--no-write", action="store_true", help="print only")
     args = ap.parse_args(argv)
     models = [synthetic(100), synthetic(400)] + housing_models(args.data_dir, args.big)

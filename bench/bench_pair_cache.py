@@ -27,7 +27,7 @@ import numpy as np
 import pgexact
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section  # noqa: E402
+from _results import DATA_DIR, write_section  # noqa: E402
 
 BEGIN, END = "<!-- bench_pair_cache:begin -->", "<!-- bench_pair_cache:end -->"
 SIGMA = 0.3
@@ -131,7 +131,7 @@ def markdown(rows: List[Dict[str, Any]], rounds: int) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+    ap.add_argument("--data-dir", default=DATA_DIR)
     ap.add_argument("--no-write", action="store_true", help="print only")
     args = ap.parse_args(argv)
     rows: List[Dict[str, Any]] = []

@@ -24,7 +24,7 @@ import numpy as np
 import pgexact
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section  # noqa: E402
+from _results import DATA_DIR, write_section  # noqa: E402
 from bench_defaults import load_dataset  # noqa: E402
 
 BEGIN, END = "<!-- bench_tolerance:begin -->", "<!-- bench_tolerance:end -->"
@@ -105,7 +105,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=3)
     ap.add_argument("--models", default="rf20,rf100d10,rf100")
-    ap.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+    ap.add_argument("--data-dir", default=DATA_DIR)
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     pgexact.set_pair_cache_limit(0)

@@ -30,7 +30,7 @@ from pgexact._exact._kernels import Kernel, block_of_call
 from pgexact._exact._prepare import prepare_call
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section  # noqa: E402
+from _results import DATA_DIR, write_section  # noqa: E402
 from bench_few_rows import MANY, SIGMA, housing_models, synthetic  # noqa: E402
 
 BEGIN, END = "<!-- bench_union_walk:begin -->", "<!-- bench_union_walk:end -->"
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+    ap.add_argument("--data-dir", default=DATA_DIR)
     ap.add_argument("--no-write", action="store_true", help="print only")
     args = ap.parse_args(argv)
     models = [synthetic(100)] + housing_models(args.data_dir, big=False) + more_models(args.data_dir)
