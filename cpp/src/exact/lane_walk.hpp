@@ -161,8 +161,14 @@ class LaneWalk {
   // bound to what they skipped. Returns the lanes left to split. (pair_settle's independence
   // test per lane: a lane depends on the subtrees if it perturbs a feature both use or one the
   // other region cuts.)
+  //
+  // p_floor(lanes) gives a lower bound of P(box) over `lanes` (the lanes left to split): the
+  // floor test below only gates the per-lane tests, so any lower bound decides the same, and a
+  // tighter one runs fewer of them.
+  template <typename PFloor>
   std::uint64_t settle_state(std::int32_t n, std::int32_t m, const double* p, std::uint64_t live,
-                             std::uint64_t sf_n, std::uint64_t sf_m, std::uint64_t cuts_n, std::uint64_t cuts_m) {
+                             std::uint64_t sf_n, std::uint64_t sf_m, std::uint64_t cuts_n, std::uint64_t cuts_m,
+                             PFloor&& p_floor) {
     const std::uint64_t dependent = variants_of((sf_n & sf_m) | cuts_n | cuts_m);
     for (std::uint64_t b = live & ~dependent; b != 0; b &= b - 1) {
       const auto v = static_cast<std::size_t>(lowest_bit(b));
@@ -173,8 +179,7 @@ class LaneWalk {
     // Certified skipping, with each lane's own budget. A spread is at least half the leaf
     // range whatever the mean, so one test with the smallest P(box) and the largest budget
     // rules out most states at once.
-    double p_min = 1.0;
-    for (std::uint64_t b = live; b != 0; b &= b - 1) p_min = std::min(p_min, p[lowest_bit(b)]);
+    const double p_min = p_floor(live);
     const double floor_bound =
         p_min * (0.25 * (a_.subtree_max[n] - a_.subtree_min[n])) * (a_.subtree_max[m] - a_.subtree_min[m]);
     for (std::uint64_t b = floor_bound <= kSlack * max_budget_ ? live : 0; b != 0; b &= b - 1) {
@@ -187,6 +192,13 @@ class LaneWalk {
       }
     }
     return live;
+  }
+
+  // The smallest P(box) of `lanes`.
+  static double min_p(const double* p, std::uint64_t lanes) {
+    double p_min = 1.0;
+    for (std::uint64_t b = lanes; b != 0; b &= b - 1) p_min = std::min(p_min, p[lowest_bit(b)]);
+    return p_min;
   }
 
   // A state of a single lane walks on as that lane's own (rec_one: any state of a shared walk

@@ -72,7 +72,7 @@ class VariantRecursion : LaneWalk {
     const std::uint64_t sf_m = a_.feature[m] >= 0 ? a_.subtree_features[m] : 0;
     const std::uint64_t cuts_n = cut_a & sf_n;
     const std::uint64_t cuts_m = cut_b & sf_m;
-    live = settle_state(n, m, p, live, sf_n, sf_m, cuts_n, cuts_m);
+    live = settle_state(n, m, p, live, sf_n, sf_m, cuts_n, cuts_m, [p](std::uint64_t lanes) { return min_p(p, lanes); });
     if (live == 0) return;
     // The side to split, per variant as in pair_settle: the side whose own features the other
     // region cuts, otherwise the larger subtree.
