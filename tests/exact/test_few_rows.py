@@ -1,8 +1,9 @@
 """Calls of one or two rows on the walks (kernels.hpp's few_rows_on_walks).
 
 ``Kernel.pairs`` runs one-row sets and curves on one walk over the union of the row's sets
-(union_walk.hpp), and greedy rankings of one or two rows on the shared walks (their bits are
-``Kernel.walks``' own); ``Kernel.leaf_pairs`` never does either. Checked here: which calls take
+(union_walk.hpp), and greedy rankings of one or two rows (four of complete trees) on a union
+walk per row and step; ``Kernel.walks`` ranks them on the shared walks; ``Kernel.leaf_pairs``
+never does either. Checked here: which calls take
 the walks; that their values are within the tolerance of the unpruned reference and of the
 other kernels, on boosting trees, deep forests, complete (CatBoost) trees, NaN and over 64
 features; that the greedy ranking is the leaf-pair kernel's; that threads share a row's work
@@ -94,9 +95,9 @@ def test_which_calls_take_the_walks(small, deep):
 
 
 def test_one_row_calls_take_the_union_walk(small, deep):
-    """One-row sets and curves: within the tolerance of the shared walks and the leaf pairs, and
-    not the bits of either somewhere (so the route is exercised); the same bits with 1, 2 and 3
-    threads. Greedy rankings: the shared walks' bits, the leaf pairs' ranking."""
+    """One-row sets, curves and greedy rankings: within the tolerance of the shared walks and the
+    leaf pairs, and not the bits of either somewhere (so the route is exercised); the same bits
+    with 1, 2 and 3 threads; the greedy ranking is the shared walks' and the leaf pairs'."""
     for ens, X in (small, deep):
         rows = X[10:22]
         ranking = np.argsort(-np.abs(rows), axis=1)
@@ -115,15 +116,16 @@ def test_one_row_calls_take_the_union_walk(small, deep):
                 other = prepare_call(ens, rows[i:i + 1], n_jobs=threads)
                 np.testing.assert_array_equal(other.pg2(mask), got[0])
                 np.testing.assert_array_equal(other.pg2_curve(rk), got[1])
-            for g, w, p in zip(got[:2], walks[:2], pairs[:2]):
+                for a, b in zip(other.greedy_rank(), got[2:]):
+                    np.testing.assert_array_equal(a, b)
+            # Values: the set, the curve, the greedy ranking's curve.
+            for g, w, p in zip(got[:2] + got[3:], walks[:2] + walks[3:], pairs[:2] + pairs[3:]):
                 _close(g, w, 2e-13)  # all within tol = 1e-13 of the exact value
                 _close(g, p, 2e-13)
                 differs["walks"] = differs["walks"] or not np.array_equal(g, w)
                 differs["pairs"] = differs["pairs"] or not np.array_equal(g, p)
-            np.testing.assert_array_equal(got[2], walks[2])
-            np.testing.assert_array_equal(got[3], walks[3])
-            np.testing.assert_array_equal(got[2], pairs[2])  # the same greedy ranking
-            _close(got[3], pairs[3], 2e-13)
+            np.testing.assert_array_equal(got[2], walks[2])  # the same greedy ranking
+            np.testing.assert_array_equal(got[2], pairs[2])
         assert all(differs.values()), f"some kernel gave every bit of the route: {differs}"
 
 
@@ -304,17 +306,48 @@ def test_category_splits_routed_as_the_library_routes_them(seed):
 
 
 def test_progress_counts_the_steps_of_a_row(small):
-    """A one-row greedy ranking on the walks reports k + 1 units per chunk of step k (the bar
-    moves within the row, not only when the row is done, and later steps weigh more)."""
+    """A one-row greedy ranking on the union walk reports a unit per single-feature set of step 0
+    and per tree pair walked at each later step (the bar moves within the row, not only when the
+    row is done, and each step weighs its walk), all planned before it starts."""
     ens, X = small
     call = prepare_call(ens, X[:1], n_jobs=1)
-    chunks2 = [-(-(D - k) // -(-(D - k) // 2)) for k in range(D)]
-    for threads, units in ((1, D * (D + 1) // 2), (2, sum((k + 1) * c for k, c in enumerate(chunks2)))):
+    trees = ens._arena.n_trees
+    # Every feature is split on (so no candidate set stands for another) and fits one group.
+    assert list(ens._arena.used_features) == [1] * D
+    units = D + (D - 1) * (trees * (trees - 1) // 2)
+    for threads in (1, 2):
         reports = []
         core_exact.greedy_rank(ens._arena, X[:1], call.perturbation, threads, Kernel.pairs,
                                progress=lambda done, total: reports.append((done, total)))
         assert reports[-1] == (units, units)
         assert all(0 <= done <= total == units for done, total in reports)
+
+
+def test_greedy_walks_each_distinct_set_once(small):
+    """Candidates the model never splits on give S itself: the union walk walks one set for them
+    all, so a step costs what its used candidates do (counted in the progress units); the
+    ranking is the reference's, the unused columns in index order among themselves."""
+    ens, X = small
+    # The same trees over D + 3 columns, three of them never split on (indices D..D+2).
+    booster_cols = np.concatenate([X[:1], np.array([[0.3, -1.2, 2.0]])], axis=1)
+    wide = pgexact.load(xgb.train(dict(max_depth=5, eta=0.3, nthread=1, tree_method="hist", max_bin=64, seed=0),
+                                  xgb.DMatrix(np.concatenate([X, np.zeros((len(X), 3))], axis=1),
+                                              label=X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) + X[:, 3:].sum(axis=1)),
+                                  num_boost_round=10))
+    assert list(wide._arena.used_features) == [1] * D + [0] * 3
+    call = prepare_call(wide, booster_cols, n_jobs=1)
+    order, curve = call.greedy_rank()
+    ref_order, ref_curve = core_exact.greedy_rank(wide._arena, booster_cols, call.perturbation, 1, Kernel.reference)
+    np.testing.assert_array_equal(order, ref_order)
+    _close(curve, ref_curve, 1e-12)
+    # The unused columns tie (each gives S itself): lower index first.
+    assert [f for f in order[0] if f >= D] == [D, D + 1, D + 2]
+    trees = wide._arena.n_trees
+    reports = []
+    core_exact.greedy_rank(wide._arena, booster_cols, call.perturbation, 1, Kernel.pairs,
+                           progress=lambda done, total: reports.append((done, total)))
+    # Step 0: the D used single features and one set for the three unused; then a walk a step.
+    assert reports[-1][0] == reports[-1][1] == (D + 1) + (D + 2) * (trees * (trees - 1) // 2)
 
 
 def test_walks_sum_tree_pairs_compensated():
@@ -345,10 +378,10 @@ def test_walks_sum_tree_pairs_compensated():
 
 
 def test_over_64_features_one_row_shares_its_work_among_threads():
-    """Over 64 features the walks run whatever the rows. A row's curve alone takes the union
-    walk (its tree pairs shared among the threads: the same bits with 1 and 2 threads, within
-    2 tol of the row in a call of three); its greedy candidates are shared out among the threads
-    (the bits of the call of three rows, row blocks); all within 1e-12 of the reference."""
+    """Over 64 features the walks run whatever the rows. A row's curve and greedy ranking alone
+    take the union walk (its tree pairs shared among the threads: the same bits with 1 and 2
+    threads, within 2 tol of the row in a call of three, the same ranking); all within 1e-12
+    of the reference."""
     rng = np.random.default_rng(7)
     d = 70
     X = rng.normal(size=(600, d))
@@ -360,15 +393,21 @@ def test_over_64_features_one_row_shares_its_work_among_threads():
     three = prepare_call(ens, rows, n_jobs=1)
     curve3 = three.pg2_curve(three.ranking(rk))
     order3, gains3 = three.greedy_rank()
-    alone = []
+    alone, ranked = [], []
     for threads in (1, 2):
         one = prepare_call(ens, rows[:1], n_jobs=threads)
         alone.append(one.pg2_curve(one.ranking(rk[:1])))  # the union walk: its tree pairs shared out
         _close(alone[-1], curve3[:1], 2e-13)
         order, gains = one.greedy_rank()
-        np.testing.assert_array_equal(order, order3[:1])
-        np.testing.assert_array_equal(gains, gains3[:1])
+        # The same ranking up to ties at rounding level (a feature that moves PG² by an ulp
+        # against columns no tree uses): the gains within 2 tol, and each its order's curve.
+        _close(gains, gains3[:1], 2e-13)
+        _close(gains, core_exact.pg2_curve(ens._arena, rows[:1], order, d, one.perturbation, 1, Kernel.reference),
+               1e-12)
+        ranked.append((order, gains))
     np.testing.assert_array_equal(alone[0], alone[1])
+    for a, b in zip(ranked[0], ranked[1]):
+        np.testing.assert_array_equal(a, b)
     one = prepare_call(ens, rows[:1], n_jobs=2)
     ref = core_exact.pg2_curve(ens._arena, rows[:1], one.ranking(rk[:1]), d, one.perturbation, 1, Kernel.reference)
     _close(curve3[:1], ref, 1e-12)

@@ -4,7 +4,9 @@
 #include "union_walk.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
+
 
 #include "pgexact/exact/pair_kernel.hpp"
 
@@ -95,7 +97,8 @@ void curve_few_rows(const Arena& a, const Noise& noise, const double* X, std::in
 }
 
 void greedy_few_rows(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,
-                     std::int64_t* ranking_out, double* curve_out, RunControl* control, double tol) {
+                     std::int64_t* ranking_out, double* curve_out, RunControl* control, double tol,
+                     bool on_union_walk) {
   // The steps' values within the default tolerance whatever `tol` is: the ranking is the
   // argmax of values at rounding level, as on the leaf-pair kernel (ranking.hpp).
   const double step_tol = std::min(tol, kDefaultTolerance);
@@ -103,13 +106,41 @@ void greedy_few_rows(const Arena& a, const Noise& noise, const double* X, std::i
   const auto du = static_cast<std::size_t>(d);
   std::int64_t n_candidates = 0;
   for (std::int64_t j = 0; j < d; ++j) n_candidates += noise_moves(a, noise, j) ? 1 : 0;
-  // The whole call's units up front, so the bar's total holds: a chunk of step k counts k + 1,
-  // the size of its sets (a walk costs more the more features it perturbs, so a count per chunk
-  // alone made the first seconds of a call project it too short).
+  // A step walks each row's distinct candidate sets once (distinct_sets.hpp): the candidates
+  // some tree splits on and the row lets move, and S_i itself for all the others (columns no
+  // tree uses, NaN in the row). At step k that is at most min(candidates left, used_i + 1).
+  std::vector<std::int64_t> used(static_cast<std::size_t>(n_rows), 0);
+  {
+    std::vector<std::uint8_t> split_on(du, 0);
+    for (const std::int32_t j : a.feature) {
+      if (j >= 0) split_on[static_cast<std::size_t>(j)] = 1;
+    }
+    for (std::int64_t i = 0; i < n_rows; ++i) {
+      for (std::int64_t j = 0; j < d; ++j) {
+        used[static_cast<std::size_t>(i)] +=
+            noise_moves(a, noise, j) && split_on[static_cast<std::size_t>(j)] && !std::isnan(X[i * d + j]) ? 1 : 0;
+      }
+    }
+  }
+  // The whole call's units up front, so the bar's total holds. On the union walk, step 0's sets
+  // are single features (a unit each), a later step's are lanes of the row's union walk (a unit
+  // per tree pair and group of lanes); a step that walks fewer (or, where an unused feature
+  // was chosen, more) adds the difference when it ends (begins).
+  auto expected_units = [&](std::int64_t step, std::int64_t i) {
+    const std::int64_t sets = std::min(n_candidates - step, used[static_cast<std::size_t>(i)] + 1);
+    return step == 0 ? union_walk_units(a, sets, 0) : union_walk_units(a, 0, sets);
+  };
   for (std::int64_t step = 0; step < n_candidates; ++step) {
-    const std::int64_t total = n_rows * (n_candidates - step);
-    const std::int64_t chunk = few_rows_chunk(a, total, n_threads);
-    plan(control, (step + 1) * ((total + chunk - 1) / chunk));
+    if (on_union_walk) {
+      for (std::int64_t i = 0; i < n_rows; ++i) plan(control, expected_units(step, i));
+    } else {
+      // The shared walks: a chunk of step k counts k + 1, the size of its sets (a walk costs
+      // more the more features it perturbs, so a count per chunk alone made the first seconds
+      // of a call project it too short).
+      const std::int64_t total = n_rows * (n_candidates - step);
+      const std::int64_t chunk = few_rows_chunk(a, total, n_threads);
+      plan(control, (step + 1) * ((total + chunk - 1) / chunk));
+    }
   }
   std::vector<std::uint8_t> chosen(static_cast<std::size_t>(n_rows) * du, 0);
   std::vector<double> last(static_cast<std::size_t>(n_rows), 0.0);
@@ -119,13 +150,25 @@ void greedy_few_rows(const Arena& a, const Noise& noise, const double* X, std::i
   std::int64_t step = 0;
   for (; step < n_candidates; ++step) {
     if (stopped(control)) return;
-    // Each row's candidate sets S_i + {j}, in feature order.
+    // Each row's candidate sets S_i + {j}, in feature order, on one union walk per row (a
+    // walk's lanes are of one row); its threads share the tree pairs.
     const std::int64_t per_row = n_candidates - step;
     const std::int64_t total = n_rows * per_row;
     greedy_step_variants(a, noise, X, n_rows, chosen.data(), total, masks, variants);
     values.assign(static_cast<std::size_t>(total), 0.0);
-    walk_chunks(a, noise, variants.data(), total, few_rows_chunk(a, total, n_threads), n_threads, step_tol,
-                values.data(), control, step + 1);
+    if (!on_union_walk) {
+      walk_chunks(a, noise, variants.data(), total, few_rows_chunk(a, total, n_threads), n_threads, step_tol,
+                  values.data(), control, step + 1);
+    }
+    for (std::int64_t i = 0; i < n_rows && on_union_walk && !stopped(control); ++i) {
+      const Variant* row_sets = variants.data() + i * per_row;
+      const std::int64_t expected = expected_units(step, i);
+      const std::int64_t units = union_walk_units(a, noise, row_sets, per_row);
+      if (units > expected) plan(control, units - expected);
+      walk_union(a, noise, row_sets, per_row, n_threads, step_tol, values.data() + i * per_row, control, true);
+      if (expected > units) advance(control, expected - units);
+    }
+    if (stopped(control)) return;
     greedy_step_choose(a, noise, n_rows, step, per_row, values.data(), chosen.data(), last.data(), ranking_out,
                        curve_out);
   }

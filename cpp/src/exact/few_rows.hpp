@@ -60,7 +60,7 @@ void curve_few_rows(const Arena& arena, const Noise& noise, const double* X, std
                     double* out, RunControl* control, double tol);
 void greedy_few_rows(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                      int n_threads, std::int64_t* ranking_out, double* curve_out, RunControl* control,
-                     double tol);
+                     double tol, bool on_union_walk);
 
 // Every prefix of every one of `rows` rows as a variant, [row][prefix] (kernels.cpp); masks
 // [row][prefix][feature]. `ranking`: the first row's (or the only) ranking.

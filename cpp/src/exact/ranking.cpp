@@ -75,7 +75,7 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
   const auto du = static_cast<std::size_t>(d);
   if (fastest(pruning) && pairs_apply(a)) {
     if (pruning == Pruning::Full && few_rows_on_walks(a, noise, n_rows, FewRowsCall::Greedy)) {
-      greedy_few_rows(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, tol);
+      greedy_few_rows(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, tol, true);
       return;
     }
     greedy_rank_pairs(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, tol);
@@ -86,9 +86,13 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
   for (std::int64_t j = 0; j < d; ++j) n_candidates += noise_moves(a, noise, j) ? 1 : 0;
   if (shares_walks(a, pruning) && n_candidates > 0) {
     if (n_rows <= 2) {
-      // Too few rows to give every thread a block: each step's candidates are shared out
-      // instead (the same bits: a candidate's value does not depend on which share its walk).
-      greedy_few_rows(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, tol);
+      // Too few rows to give every thread a block: the fastest kernel walks each row's
+      // candidates on its union walk (few_rows.hpp), its threads sharing the tree pairs; Walk
+      // and Pairs (pgexact.dask's blocks) share each step's candidates out on the shared walks,
+      // with the bits of the blocks below (a candidate's value does not depend on which share
+      // its walk).
+      greedy_few_rows(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, tol,
+                      pruning == Pruning::Full);
       return;
     }
     // Blocks of rows ranked in lockstep: at each step every candidate set S_i + {j} of every

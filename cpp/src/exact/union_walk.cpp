@@ -8,6 +8,7 @@
 #include <omp.h>
 #endif
 
+#include "distinct_sets.hpp"
 #include "lane_walk.hpp"
 
 namespace pgexact {
@@ -207,30 +208,34 @@ void walk_group(const Arena& a, const Noise& noise, const Variant* variants, con
   }
 }
 
-}  // namespace
-
-void walk_union(const Arena& a, const Noise& noise, const Variant* variants, std::int64_t count, int n_threads,
-                double tol, double* out, RunControl* control) {
-  const std::int32_t d = a.n_features;
-  // Lanes per walk: their tables (a conditional mean per node) within
-  // kTableBytes, once per call whatever the thread count.
+// Lanes per walk: their tables (a conditional mean per node) within kTableBytes, once per call
+// whatever the thread count.
+std::int32_t lanes_per_group(const Arena& a) {
   const std::size_t per_lane = 8 * static_cast<std::size_t>(a.n_nodes());
-  const auto group = static_cast<std::int32_t>(
+  return static_cast<std::int32_t>(
       std::max<std::size_t>(1, std::min<std::size_t>(kMaxVariants, kTableBytes / std::max<std::size_t>(per_lane, 1))));
-  // Sets of at most one perturbed feature: 0 or the single-feature sweep, as pg2_variants does;
-  // the others are lanes.
+}
+
+// Sets of at most one perturbed feature: 0 or the single-feature sweep, as pg2_variants does.
+bool swept_set(const Arena& a, const Noise& noise, const Variant& v) {
+  return walk::count_perturbed(noise, v.mask, v.row, a.n_features, 2) <= 1;
+}
+
+// walk_union for variants of distinct sets.
+void walk_distinct(const Arena& a, const Noise& noise, const Variant* variants, std::int64_t count, int n_threads,
+                   double tol, double* out, RunControl* control, bool planned) {
+  const std::int32_t group = lanes_per_group(a);
+  // The swept sets, and the others as lanes.
   std::vector<std::int32_t> swept, lanes;
   for (std::int64_t v = 0; v < count; ++v) {
-    const Variant& var = variants[v];
-    (walk::count_perturbed(noise, var.mask, var.row, d, 2) <= 1 ? swept : lanes).push_back(static_cast<std::int32_t>(v));
+    (swept_set(a, noise, variants[v]) ? swept : lanes).push_back(static_cast<std::int32_t>(v));
   }
   // A unit of progress per swept set and per tree pair and group, all planned now (a group's
   // pairs are known once its pass 1 has run; planning them group by group made estimate project
   // the first group only: 167 s for 597 s on ExtraTrees' default).
-  const std::int64_t n_trees = a.n_trees();
-  const auto n_groups = static_cast<std::int64_t>((lanes.size() + static_cast<std::size_t>(group) - 1) /
-                                                  static_cast<std::size_t>(group));
-  plan(control, static_cast<std::int64_t>(swept.size()) + n_groups * (n_trees * (n_trees - 1) / 2));
+  if (!planned) {
+    plan(control, union_walk_units(a, static_cast<std::int64_t>(swept.size()), static_cast<std::int64_t>(lanes.size())));
+  }
   if (!swept.empty()) {
     // Their Workspace is freed before the walk's tables are built.
     Workspace ws(a);
@@ -244,6 +249,34 @@ void walk_union(const Arena& a, const Noise& noise, const Variant* variants, std
     const auto n = static_cast<std::int32_t>(std::min(lanes.size() - g, static_cast<std::size_t>(group)));
     walk_group(a, noise, variants, lanes.data() + g, n, n_threads, tol, out, control);
   }
+}
+
+}  // namespace
+
+std::int64_t union_walk_units(const Arena& a, std::int64_t swept, std::int64_t lanes) {
+  const std::int64_t group = lanes_per_group(a);
+  const std::int64_t n_trees = a.n_trees();
+  return swept + (lanes + group - 1) / group * (n_trees * (n_trees - 1) / 2);
+}
+
+std::int64_t union_walk_units(const Arena& a, const Noise& noise, const Variant* variants, std::int64_t count) {
+  const DistinctSets sets = distinct_sets(a, noise, variants, count);
+  std::int64_t swept = 0;
+  for (const Variant& v : sets.variants) swept += swept_set(a, noise, v) ? 1 : 0;
+  return union_walk_units(a, swept, sets.size() - swept);
+}
+
+void walk_union(const Arena& a, const Noise& noise, const Variant* variants, std::int64_t count, int n_threads,
+                double tol, double* out, RunControl* control, bool planned) {
+  // Each distinct set once (distinct_sets.hpp): fewer lanes, and often one group fewer.
+  const DistinctSets sets = distinct_sets(a, noise, variants, count);
+  if (sets.size() == count) {
+    walk_distinct(a, noise, variants, count, n_threads, tol, out, control, planned);
+    return;
+  }
+  std::vector<double> values(static_cast<std::size_t>(sets.size()));
+  walk_distinct(a, noise, sets.variants.data(), sets.size(), n_threads, tol, values.data(), control, planned);
+  sets.copy_values(values.data(), out);
 }
 
 }  // namespace pgexact

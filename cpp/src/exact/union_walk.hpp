@@ -31,10 +31,17 @@
 namespace pgexact {
 
 // PG2 of `count` variants that all have the row of variants[0]: out[v], each within tol
-// (relative) of the exact value, certified. Sets with at most one perturbed feature take
-// pg2_row; the others share walks in consecutive groups whose tables fit a fixed budget. Each
-// tree pair walked is one unit of the control's progress, planned here.
+// (relative) of the exact value, certified. Each distinct set is walked once
+// (distinct_sets.hpp); sets with at most one perturbed feature take pg2_row; the others share
+// walks in consecutive groups whose tables fit a fixed budget. A swept set and each tree pair
+// walked are a unit of the control's progress each (union_walk_units of them), planned here
+// unless `planned` (the caller planned them).
 void walk_union(const Arena& arena, const Noise& noise, const Variant* variants, std::int64_t count, int n_threads,
-                double tol, double* out, RunControl* control);
+                double tol, double* out, RunControl* control, bool planned = false);
+
+// The units walk_union advances: for `swept` sets of at most one perturbed feature and `lanes`
+// others (distinct), and for the call itself.
+std::int64_t union_walk_units(const Arena& arena, std::int64_t swept, std::int64_t lanes);
+std::int64_t union_walk_units(const Arena& arena, const Noise& noise, const Variant* variants, std::int64_t count);
 
 }  // namespace pgexact
