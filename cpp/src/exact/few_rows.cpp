@@ -74,13 +74,27 @@ void pg2_one_row(const Arena& a, const Noise& noise, const double* x, const std:
   walk_union(a, noise, &variant, 1, n_threads, tol, out, control);
 }
 
-void curve_one_row(const Arena& a, const Noise& noise, const double* x, const std::int64_t* ranking,
-                   std::int64_t n_steps, int n_threads, double* out, RunControl* control, double tol) {
+void curve_rows_on_union(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
+                         const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
+                         double* out, RunControl* control, double tol) {
   if (n_steps == 0) return;
+  const std::int64_t d = a.n_features;
   std::vector<std::uint8_t> masks;
   std::vector<Variant> variants;
-  curve_prefix_variants(a, x, 1, ranking, false, n_steps, masks, variants);
-  walk_union(a, noise, variants.data(), n_steps, n_threads, tol, out, control);
+  auto prefixes = [&](std::int64_t i) {
+    curve_prefix_variants(a, X + i * d, 1, ranking + (ranking_per_row ? i * d : 0), false, n_steps, masks, variants);
+  };
+  // Every row's units up front (the bar's total holds), then the rows one after the other.
+  std::int64_t units = 0;
+  for (std::int64_t i = 0; i < n_rows; ++i) {
+    prefixes(i);
+    units += union_walk_units(a, noise, variants.data(), n_steps);
+  }
+  plan(control, units);
+  for (std::int64_t i = 0; i < n_rows && !stopped(control); ++i) {
+    prefixes(i);
+    walk_union(a, noise, variants.data(), n_steps, n_threads, tol, out + i * n_steps, control, true);
+  }
 }
 
 void curve_few_rows(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,

@@ -12,11 +12,15 @@
 //   Its threads share the tree pairs, so a second thread helps (1.5-2x on boosting models; the
 //   shared walks could only share a row's prefixes, and lost on CatBoost's trees);
 // - a greedy ranking of at most two rows (four of complete trees, CatBoost's oblivious ones)
-//   takes the shared walks (shared_walks.cpp), its steps' candidates dealt among the threads:
-//   leaf pairs over walks for one row 2.5 (XGBoost), 1.9 (LightGBM), 5.7 (CatBoost(200)), 1.9
-//   (RandomForest(20, max_depth=10)); for two rows 1.4, 1.1, 3.7, 1.1; at four rows of
-//   CatBoost(200) 2.3 / 1.85 with one / two threads. (The union walk was no faster there:
-//   1.0x on boosting, 0.7x on forests, whose candidates follow x apart.)
+//   takes a union walk per row and step, its lanes the step's candidates S + {j}: leaf pairs
+//   over the shared walks that took them before, one row, 2.5 (XGBoost), 1.9 (LightGBM), 5.7
+//   (CatBoost(200)), 1.9 (RandomForest(20, max_depth=10)); two rows 1.4, 1.1, 3.7, 1.1; four
+//   rows of CatBoost(200) 2.3 / 1.85 with one / two threads; the union walk is 1.2x faster
+//   than the shared walks on one row of XGBoost 100 x depth 6, 1.0-1.2x on CatBoost(200) (1-4
+//   rows), 1.0-1.1x on forests (0.9x at two rows of an unbounded forest), 2x at d = 100
+//   (bench/RESULTS.md, session 11). Where the leaf pairs do not apply (over 64 features), the
+//   fastest kernels take the union walks for curves and greedy rankings of any rows.
+// Every union walk walks each distinct set once (distinct_sets.hpp).
 // The choice depends on the call's rows and the model only: not on the thread count (a row
 // gets the same bits with any number of threads), nor on the pair store (a one-row call whose
 // model's lists are kept could read them, but then its bits would depend on what ran before
@@ -27,7 +31,9 @@
 //
 // Pruning::Walk's calls of one or two rows share a row's variants (prefixes, greedy
 // candidates) among the threads in chunks (walk_chunks): a variant's value does not depend on
-// which variants share its walk (pg2_variants), so the chunking changes no bit.
+// which variants share its walk (pg2_variants), so the chunking changes no bit. (Pruning::Pairs
+// takes the union walks where the leaf pairs do not apply, so that pgexact.dask's blocks get
+// the bits of the whole call.)
 #pragma once
 // (few_rows_on_walks, the choice itself, is declared in kernels.hpp.)
 
@@ -50,11 +56,16 @@ void walk_chunks(const Arena& arena, const Noise& noise, const Variant* variants
 
 // The drivers' few-row paths: one row's set (as pg2_batch) and curve (as pg2_curve_batch) on
 // the union walk; prefix curves of one or two rows on the shared walks (Pruning::Walk); greedy
-// rankings of few rows on the shared walks (as greedy_rank_batch).
+// rankings of few rows (as greedy_rank_batch), on a union walk per row and step
+// (on_union_walk: the fastest kernels) or on the shared walks (Pruning::Walk).
 void pg2_one_row(const Arena& arena, const Noise& noise, const double* x, const std::uint8_t* perturbed,
                  int n_threads, double* out, RunControl* control, double tol);
-void curve_one_row(const Arena& arena, const Noise& noise, const double* x, const std::int64_t* ranking,
-                   std::int64_t n_steps, int n_threads, double* out, RunControl* control, double tol);
+// Each row's curve on its own union walk, the rows one after the other (every walk's tree pairs
+// shared among the threads): one row's curve, and the fastest kernels' curves where the leaf
+// pairs do not apply (over 64 features), any rows.
+void curve_rows_on_union(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
+                         const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
+                         double* out, RunControl* control, double tol);
 void curve_few_rows(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                     const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
                     double* out, RunControl* control, double tol);
