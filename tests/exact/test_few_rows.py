@@ -333,14 +333,14 @@ def test_category_splits_routed_as_the_library_routes_them(seed):
 
 def test_progress_counts_the_steps_of_a_row(small):
     """A one-row greedy ranking on the union walk reports a unit per single-feature set of step 0
-    and per tree pair walked at each later step (the bar moves within the row, not only when the
-    row is done, and each step weighs its walk), all planned before it starts."""
+    and k + 1 per tree pair walked at step k (the bar moves within the row, not only when the row
+    is done, and later steps, whose walks perturb more, weigh more), all planned before it starts."""
     ens, X = small
     call = prepare_call(ens, X[:1], n_jobs=1)
     trees = ens._arena.n_trees
     # Every feature is split on (so no candidate set stands for another) and fits one group.
     assert list(ens._arena.used_features) == [1] * D
-    units = D + (D - 1) * (trees * (trees - 1) // 2)
+    units = D + sum(k + 1 for k in range(1, D)) * (trees * (trees - 1) // 2)
     for threads in (1, 2):
         reports = []
         core_exact.greedy_rank(ens._arena, X[:1], call.perturbation, threads, Kernel.pairs,
@@ -372,8 +372,9 @@ def test_greedy_walks_each_distinct_set_once(small):
     reports = []
     core_exact.greedy_rank(wide._arena, booster_cols, call.perturbation, 1, Kernel.pairs,
                            progress=lambda done, total: reports.append((done, total)))
-    # Step 0: the D used single features and one set for the three unused; then a walk a step.
-    assert reports[-1][0] == reports[-1][1] == (D + 1) + (D + 2) * (trees * (trees - 1) // 2)
+    # Step 0: the D used single features and one set for the three unused; then a walk a step,
+    # step k's tree pairs weighing k + 1.
+    assert reports[-1][0] == reports[-1][1] == (D + 1) + sum(k + 1 for k in range(1, D + 3)) * (trees * (trees - 1) // 2)
 
 
 def test_walks_sum_tree_pairs_compensated():

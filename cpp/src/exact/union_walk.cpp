@@ -134,7 +134,7 @@ class UnionRecursion : LaneWalk {
 // One group of lanes (their tables within kTableBytes): pass 1 per lane, the tree pairs in
 // chunks over the threads, the chunks' sums added in order, each lane certified.
 void walk_group(const Arena& a, const Noise& noise, const Variant* variants, const std::int32_t* lanes,
-                std::int32_t n_lanes, int n_threads, double tol, double* out, RunControl* control) {
+                std::int32_t n_lanes, int n_threads, double tol, double* out, RunControl* control, std::int64_t weight) {
   const auto nl = static_cast<std::size_t>(n_lanes);
   double bias[kMaxVariants], var[kMaxVariants], budget[kMaxVariants];
   std::int64_t n_pairs[kMaxVariants];
@@ -149,7 +149,7 @@ void walk_group(const Arena& a, const Noise& noise, const Variant* variants, con
   // Progress: the caller planned every tree pair of every group; the pairs independent for
   // every lane are done at once.
   const std::int64_t n_trees = a.n_trees();
-  advance(control, n_trees * (n_trees - 1) / 2 - static_cast<std::int64_t>(pair_live.size()));
+  advance(control, weight * (n_trees * (n_trees - 1) / 2 - static_cast<std::int64_t>(pair_live.size())));
   // Per chunk and lane: the compensated sum of its tree pairs' covariances, and what it skipped.
   std::vector<double> sum(n_chunks * nl, 0.0), comp(n_chunks * nl, 0.0), skipped(n_chunks * nl, 0.0);
   const int threads = resolve_threads(n_threads, static_cast<std::int64_t>(n_chunks));
@@ -182,7 +182,7 @@ void walk_group(const Arena& a, const Noise& noise, const Variant* variants, con
           add_compensated(sc[v], cc[v], pair_cov[v]);
           pair_cov[v] = 0.0;
         }
-        advance(control, 1);
+        advance(control, weight);
       }
       std::copy(chunk_skipped, chunk_skipped + nl, skipped.data() + c * nl);
     }
@@ -223,7 +223,7 @@ bool swept_set(const Arena& a, const Noise& noise, const Variant& v) {
 
 // walk_union for variants of distinct sets.
 void walk_distinct(const Arena& a, const Noise& noise, const Variant* variants, std::int64_t count, int n_threads,
-                   double tol, double* out, RunControl* control, bool planned) {
+                   double tol, double* out, RunControl* control, bool planned, std::int64_t weight) {
   const std::int32_t group = lanes_per_group(a);
   // The swept sets, and the others as lanes.
   std::vector<std::int32_t> swept, lanes;
@@ -234,7 +234,8 @@ void walk_distinct(const Arena& a, const Noise& noise, const Variant* variants, 
   // pairs are known once its pass 1 has run; planning them group by group made estimate project
   // the first group only: 167 s for 597 s on ExtraTrees' default).
   if (!planned) {
-    plan(control, union_walk_units(a, static_cast<std::int64_t>(swept.size()), static_cast<std::int64_t>(lanes.size())));
+    plan(control, weight * union_walk_units(a, static_cast<std::int64_t>(swept.size()),
+                                            static_cast<std::int64_t>(lanes.size())));
   }
   if (!swept.empty()) {
     // Their Workspace is freed before the walk's tables are built.
@@ -242,12 +243,12 @@ void walk_distinct(const Arena& a, const Noise& noise, const Variant* variants, 
     for (const std::int32_t v : swept) {
       ws.begin_row(variants[v].row);
       out[v] = pg2_row(a, noise, variants[v].mask, ws, Pruning::Full, tol);
-      advance(control, 1);
+      advance(control, weight);
     }
   }
   for (std::size_t g = 0; g < lanes.size() && !stopped(control); g += static_cast<std::size_t>(group)) {
     const auto n = static_cast<std::int32_t>(std::min(lanes.size() - g, static_cast<std::size_t>(group)));
-    walk_group(a, noise, variants, lanes.data() + g, n, n_threads, tol, out, control);
+    walk_group(a, noise, variants, lanes.data() + g, n, n_threads, tol, out, control, weight);
   }
 }
 
@@ -267,15 +268,15 @@ std::int64_t union_walk_units(const Arena& a, const Noise& noise, const Variant*
 }
 
 void walk_union(const Arena& a, const Noise& noise, const Variant* variants, std::int64_t count, int n_threads,
-                double tol, double* out, RunControl* control, bool planned) {
+                double tol, double* out, RunControl* control, bool planned, std::int64_t weight) {
   // Each distinct set once (distinct_sets.hpp): fewer lanes, and often one group fewer.
   const DistinctSets sets = distinct_sets(a, noise, variants, count);
   if (sets.size() == count) {
-    walk_distinct(a, noise, variants, count, n_threads, tol, out, control, planned);
+    walk_distinct(a, noise, variants, count, n_threads, tol, out, control, planned, weight);
     return;
   }
   std::vector<double> values(static_cast<std::size_t>(sets.size()));
-  walk_distinct(a, noise, sets.variants.data(), sets.size(), n_threads, tol, values.data(), control, planned);
+  walk_distinct(a, noise, sets.variants.data(), sets.size(), n_threads, tol, values.data(), control, planned, weight);
   sets.copy_values(values.data(), out);
 }
 

@@ -34,10 +34,10 @@ namespace pgexact {
 // (relative) of the exact value, certified. Each distinct set is walked once
 // (distinct_sets.hpp); sets with at most one perturbed feature take pg2_row; the others share
 // walks in consecutive groups whose tables fit a fixed budget. A swept set and each tree pair
-// walked are a unit of the control's progress each (union_walk_units of them), planned here
-// unless `planned` (the caller planned them).
+// walked are `weight` units of the control's progress each (weight * union_walk_units),
+// planned here unless `planned` (the caller planned them).
 void walk_union(const Arena& arena, const Noise& noise, const Variant* variants, std::int64_t count, int n_threads,
-                double tol, double* out, RunControl* control, bool planned = false);
+                double tol, double* out, RunControl* control, bool planned = false, std::int64_t weight = 1);
 
 // The units walk_union advances: for `swept` sets of at most one perturbed feature and `lanes`
 // others (distinct), and for the call itself.
