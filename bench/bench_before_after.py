@@ -102,6 +102,8 @@ def cases(data_dir: str):
         ("xgb100-rank-1", "XGBoost 100×d6, d=8: greedy rank, 1 row", xgb_model(100, 6, 8), "rank", 1, 2),
         ("xgb100-rank-8", "XGBoost 100×d6, d=8: greedy rank, 8 rows", xgb_model(100, 6, 8), "rank", 8, 2),
         ("xgb100w-pgi2-1", "XGBoost 100×d6, d=100: pgi2 (given ranking), 1 row", xgb_model(100, 6, 100), "pgi2", 1, 3),
+        ("xgb100w-pgi2-8", "XGBoost 100×d6, d=100: pgi2 (given ranking), 8 rows", xgb_model(100, 6, 100), "pgi2", 8, 1),
+        ("xgb100w-rank-1", "XGBoost 100×d6, d=100: greedy rank, 1 row", xgb_model(100, 6, 100), "rank", 1, 1),
         ("xgb300-one-1", "XGBoost 300×d8, d=12: pg2 of one feature, 1 row", xgb_model(300, 8, 12), "pg2_one", 1, 3),
         ("rf20d10-pgi2-1", "RandomForest 20 trees, max_depth=10, housing: pgi2, 1 row", rf(20, 10), "pgi2", 1, 2),
         ("rf5-pgi2-1", "RandomForest 5 trees, unbounded depth, housing: pgi2, 1 row", rf(5, None), "pgi2", 1, 2),

@@ -52,6 +52,15 @@ def deep():
     return pgexact.load(RandomForestRegressor(3, random_state=0, n_jobs=1).fit(X, y)), X
 
 
+def _over_64_features(seed: int, n: int, rounds: int, colsample: float) -> tuple:
+    """An XGBoost model of depth-4 trees over 70 features, a part of them split on."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 70))
+    y = X[:, :6].sum(axis=1) + X[:, 6] * X[:, 7] + 0.1 * rng.normal(size=n)
+    params = dict(max_depth=4, eta=0.3, nthread=1, seed=0, colsample_bynode=colsample)
+    return pgexact.load(xgb.train(params, xgb.DMatrix(X, label=y), num_boost_round=rounds)), X
+
+
 def _close(got, want, rtol):
     got, want = np.asarray(got), np.asarray(want)
     assert np.all(np.abs(got - want) <= rtol * np.abs(want) + 1e-300), np.max(np.abs(got - want) / np.abs(want))
@@ -273,12 +282,8 @@ def test_a_block_over_64_features_gets_the_bits_of_its_whole_call():
     """Over 64 features the leaf pairs do not apply: a call of any rows and pgexact.dask's blocks
     of it (block_of_call) walk each row on its own union walk, so a block of one or two rows
     gets the whole call's bits, curves and greedy rankings alike."""
-    rng = np.random.default_rng(11)
     d = 70
-    X = rng.normal(size=(500, d))
-    y = X[:, :5].sum(axis=1) + X[:, 5] * X[:, 6] + 0.1 * rng.normal(size=500)
-    params = dict(max_depth=4, eta=0.3, nthread=1, seed=0, colsample_bynode=0.6)
-    ens = pgexact.load(xgb.train(params, xgb.DMatrix(X, label=y), num_boost_round=12))
+    ens, X = _over_64_features(seed=11, n=500, rounds=12, colsample=0.6)
     rows = X[:4]
     ranking = np.argsort(-np.abs(rows), axis=1)
     whole = pgexact.pg2_curve(ens, rows, ranking, n_jobs=1, progress=False)
@@ -408,12 +413,8 @@ def test_over_64_features_one_row_shares_its_work_among_threads():
     """Over 64 features the walks run whatever the rows, each row's curve and greedy ranking on
     its own union walk (its tree pairs shared among the threads): the same bits with 1 and 2
     threads, alone and in a call of three rows; within 1e-12 of the reference."""
-    rng = np.random.default_rng(7)
     d = 70
-    X = rng.normal(size=(600, d))
-    y = X[:, :6].sum(axis=1) + X[:, 6] * X[:, 7] + 0.1 * rng.normal(size=600)
-    params = dict(max_depth=4, eta=0.3, nthread=1, seed=0, colsample_bynode=0.5)
-    ens = pgexact.load(xgb.train(params, xgb.DMatrix(X, label=y), num_boost_round=8))
+    ens, X = _over_64_features(seed=7, n=600, rounds=8, colsample=0.5)
     rows = X[:3]
     rk = np.argsort(-np.abs(rows), axis=1)
     three = prepare_call(ens, rows, n_jobs=1)
