@@ -29,14 +29,7 @@ void register_arena(py::module_& m) {
             if (j < 0 || j >= a.n_features) throw std::invalid_argument("feature: index out of range");
             return a.split_categories(j);
           }, py::arg("feature"))
-      .def_property_readonly("used_features",
-                             [](const Arena& a) {
-                               std::vector<std::uint8_t> used(static_cast<std::size_t>(a.n_features), 0);
-                               for (std::int32_t f : a.feature) {
-                                 if (f >= 0) used[f] = 1;
-                               }
-                               return used;
-                             })
+      .def_property_readonly("used_features", &Arena::used_features)
       .def(
           "select_output",
           [](const Arena& a, std::int32_t output) { return std::make_shared<Arena>(a.select_output(output)); },

@@ -14,10 +14,7 @@ void DistinctSets::copy_values(const double* values, double* out) const {
 
 DistinctSets distinct_sets(const Arena& a, const Noise& noise, const Variant* variants, std::int64_t count) {
   const auto d = static_cast<std::size_t>(a.n_features);
-  std::vector<std::uint8_t> split_on(d, 0);
-  for (const std::int32_t j : a.feature) {
-    if (j >= 0) split_on[static_cast<std::size_t>(j)] = 1;
-  }
+  const std::vector<std::uint8_t> split_on = a.used_features();
   // Key: the row and the features of the model the set moves, 64 to a word.
   using Key = std::pair<const double*, std::vector<std::uint64_t>>;
   std::map<Key, std::int64_t> index;

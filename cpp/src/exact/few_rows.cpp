@@ -7,7 +7,6 @@
 #include <cmath>
 #include <vector>
 
-
 #include "pgexact/exact/pair_kernel.hpp"
 
 namespace pgexact {
@@ -124,16 +123,11 @@ void greedy_few_rows(const Arena& a, const Noise& noise, const double* X, std::i
   // some tree splits on and the row lets move, and S_i itself for all the others (columns no
   // tree uses, NaN in the row). At step k that is at most min(candidates left, used_i + 1).
   std::vector<std::int64_t> used(static_cast<std::size_t>(n_rows), 0);
-  {
-    std::vector<std::uint8_t> split_on(du, 0);
-    for (const std::int32_t j : a.feature) {
-      if (j >= 0) split_on[static_cast<std::size_t>(j)] = 1;
-    }
-    for (std::int64_t i = 0; i < n_rows; ++i) {
-      for (std::int64_t j = 0; j < d; ++j) {
-        used[static_cast<std::size_t>(i)] +=
-            noise_moves(a, noise, j) && split_on[static_cast<std::size_t>(j)] && !std::isnan(X[i * d + j]) ? 1 : 0;
-      }
+  const std::vector<std::uint8_t> split_on = a.used_features();
+  for (std::int64_t i = 0; i < n_rows; ++i) {
+    for (std::int64_t j = 0; j < d; ++j) {
+      used[static_cast<std::size_t>(i)] +=
+          noise_moves(a, noise, j) && split_on[static_cast<std::size_t>(j)] && !std::isnan(X[i * d + j]) ? 1 : 0;
     }
   }
   // The whole call's units up front, so the bar's total holds. On the union walk, step 0's sets
@@ -166,24 +160,26 @@ void greedy_few_rows(const Arena& a, const Noise& noise, const double* X, std::i
   std::int64_t step = 0;
   for (; step < n_candidates; ++step) {
     if (stopped(control)) return;
-    // Each row's candidate sets S_i + {j}, in feature order, on one union walk per row (a
-    // walk's lanes are of one row); its threads share the tree pairs.
+    // Each row's candidate sets S_i + {j}, in feature order: on one union walk per row (a
+    // walk's lanes are of one row), its threads sharing the tree pairs, or dealt out in chunks
+    // on the shared walks.
     const std::int64_t per_row = n_candidates - step;
     const std::int64_t total = n_rows * per_row;
     greedy_step_variants(a, noise, X, n_rows, chosen.data(), total, masks, variants);
     values.assign(static_cast<std::size_t>(total), 0.0);
-    if (!on_union_walk) {
+    if (on_union_walk) {
+      for (std::int64_t i = 0; i < n_rows && !stopped(control); ++i) {
+        const Variant* row_sets = variants.data() + i * per_row;
+        const std::int64_t expected = expected_units(step, i);
+        const std::int64_t units = (step + 1) * union_walk_units(a, noise, row_sets, per_row);
+        if (units > expected) plan(control, units - expected);
+        walk_union(a, noise, row_sets, per_row, n_threads, step_tol, values.data() + i * per_row, control, true,
+                   step + 1);
+        if (expected > units) advance(control, expected - units);
+      }
+    } else {
       walk_chunks(a, noise, variants.data(), total, few_rows_chunk(a, total, n_threads), n_threads, step_tol,
                   values.data(), control, step + 1);
-    }
-    for (std::int64_t i = 0; i < n_rows && on_union_walk && !stopped(control); ++i) {
-      const Variant* row_sets = variants.data() + i * per_row;
-      const std::int64_t expected = expected_units(step, i);
-      const std::int64_t units = (step + 1) * union_walk_units(a, noise, row_sets, per_row);
-      if (units > expected) plan(control, units - expected);
-      walk_union(a, noise, row_sets, per_row, n_threads, step_tol, values.data() + i * per_row, control, true,
-                 step + 1);
-      if (expected > units) advance(control, expected - units);
     }
     if (stopped(control)) return;
     greedy_step_choose(a, noise, n_rows, step, per_row, values.data(), chosen.data(), last.data(), ranking_out,

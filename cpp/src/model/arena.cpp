@@ -45,6 +45,14 @@ std::int64_t Arena::n_leaves() const {
   return std::count(feature.begin(), feature.end(), -1);
 }
 
+std::vector<std::uint8_t> Arena::used_features() const {
+  std::vector<std::uint8_t> used(static_cast<std::size_t>(n_features), 0);
+  for (const std::int32_t j : feature) {
+    if (j >= 0) used[static_cast<std::size_t>(j)] = 1;
+  }
+  return used;
+}
+
 bool Arena::categorical_goes_left(std::int32_t n, double x) const {
   const std::uint32_t* words = cat_words.data() + cat_begin[n];
   const auto n_words = static_cast<std::uint64_t>(cat_size[n]);

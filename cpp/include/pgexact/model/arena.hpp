@@ -158,6 +158,8 @@ class Arena {
   std::int64_t n_nodes() const { return static_cast<std::int64_t>(feature.size()); }
   std::int64_t n_trees() const { return static_cast<std::int64_t>(tree_root.size()); }
   std::int64_t n_leaves() const;
+  // Per feature, 1 if some tree splits on it.
+  std::vector<std::uint8_t> used_features() const;
   bool is_leaf(std::int32_t n) const { return feature[n] < 0; }
   bool default_left(std::int32_t n) const { return (flags[n] & kDefaultLeft) != 0; }
   bool categorical(std::int32_t n) const { return (flags[n] & kCategorical) != 0; }
