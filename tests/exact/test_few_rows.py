@@ -359,23 +359,23 @@ def test_greedy_walks_each_distinct_set_once(small):
     all, so a step costs what its used candidates do (counted in the progress units); the
     ranking is the reference's, the unused columns in index order among themselves."""
     ens, X = small
-    # The same trees over D + 3 columns, three of them never split on (indices D..D+2).
-    booster_cols = np.concatenate([X[:1], np.array([[0.3, -1.2, 2.0]])], axis=1)
+    # A model over D + 3 columns, the last three constant in training (never split on).
+    row = np.concatenate([X[:1], np.array([[0.3, -1.2, 2.0]])], axis=1)
     wide = pgexact.load(xgb.train(dict(max_depth=5, eta=0.3, nthread=1, tree_method="hist", max_bin=64, seed=0),
                                   xgb.DMatrix(np.concatenate([X, np.zeros((len(X), 3))], axis=1),
                                               label=X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) + X[:, 3:].sum(axis=1)),
                                   num_boost_round=10))
     assert list(wide._arena.used_features) == [1] * D + [0] * 3
-    call = prepare_call(wide, booster_cols, n_jobs=1)
+    call = prepare_call(wide, row, n_jobs=1)
     order, curve = call.greedy_rank()
-    ref_order, ref_curve = core_exact.greedy_rank(wide._arena, booster_cols, call.perturbation, 1, Kernel.reference)
+    ref_order, ref_curve = core_exact.greedy_rank(wide._arena, row, call.perturbation, 1, Kernel.reference)
     np.testing.assert_array_equal(order, ref_order)
     _close(curve, ref_curve, 1e-12)
     # The unused columns tie (each gives S itself): lower index first.
     assert [f for f in order[0] if f >= D] == [D, D + 1, D + 2]
     trees = wide._arena.n_trees
     reports = []
-    core_exact.greedy_rank(wide._arena, booster_cols, call.perturbation, 1, Kernel.pairs,
+    core_exact.greedy_rank(wide._arena, row, call.perturbation, 1, Kernel.pairs,
                            progress=lambda done, total: reports.append((done, total)))
     # Step 0: the D used single features and one set for the three unused; then a walk a step,
     # step k's tree pairs weighing k + 1.
