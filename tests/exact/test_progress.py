@@ -165,7 +165,8 @@ def test_projection_counts_set_up_once(monkeypatch):
 
 def test_rank_estimate_is_at_least_half_its_candidates_full_passes(monkeypatch):
     """A short look at the greedy ranking sees its cheap early steps; the estimate is never
-    below half its candidates' worth of passes with every feature perturbed."""
+    below half its candidates' worth of passes with every feature perturbed, unless the ranking
+    finished within the calibration (then its time is the estimate)."""
     from pgexact._exact import _estimate
 
     seen = []
@@ -185,11 +186,13 @@ def test_rank_estimate_is_at_least_half_its_candidates_full_passes(monkeypatch):
             one.n_rows, one.first_row_only = 1, True
             return one
 
+    finished = {"rank": False, "pg2": False}  # whether a run ends within its calibration
+
     def fake(call, kind, ranking, tol=None):
         seen.append((kind, call.first_row_only))
-        return {"rank": 1.0, "pg2": 2.0}[kind]
+        return {"rank": 1.0, "pg2": 2.0}[kind], finished[kind]
 
-    monkeypatch.setattr(_estimate, "_calibrate_once", fake)
+    monkeypatch.setattr(_estimate, "_calibrate_run", fake)
     assert _estimate._calibrate(Call(), "rank", None) == 0.5 * 8 * 2.0
     assert _estimate._calibrate(Call(), "pgi2", None) == 0.5 * 8 * 2.0  # no ranking: greedy
     assert _estimate._calibrate(Call(), "pg2", None) == 2.0
@@ -202,6 +205,12 @@ def test_rank_estimate_is_at_least_half_its_candidates_full_passes(monkeypatch):
     seen.clear()
     assert _estimate._calibrate(few, "rank", None) == 0.5 * 8 * 2 * 2.0
     assert seen == [("rank", False), ("pg2", True)]
+    # a ranking that finishes within the calibration is simply timed: no floor
+    finished["rank"] = True
+    seen.clear()
+    assert _estimate._calibrate(Call(), "rank", None) == 1.0
+    assert _estimate._calibrate(few, "rank", None) == 1.0
+    assert seen == [("rank", False), ("rank", False)]
 
 
 def test_greedy_on_walks_follows_the_rows(reg_model, data):

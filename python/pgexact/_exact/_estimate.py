@@ -124,18 +124,21 @@ def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
     perturbed, and the ranking costs at least half its candidates' worth of those, so the
     estimate is the larger of the two projections (on the models where the short look was not
     fooled, it is the larger already: 2.7× over on XGBoost 100 × depth 6 at 8 rows). One or two
-    rows rank on the shared walks, whose steps count as many units as their sets have features,
-    and compare with a walk of every feature per row: 1.0-1.6× on XGBoost, CatBoost(200) and
-    random forests, 0.81× on CatBoost(1000).
+    rows rank on a union walk per step, whose units weigh a step's tree pairs by the size of its
+    sets, and compare with a walk of every feature per row (estimate over actual, one row:
+    0.93-1.36× on XGBoost, CatBoost(200) and a depth-10 forest, 0.74× at d = 100). A ranking
+    that finishes within the calibration is simply timed.
     """
     if kind == "rank" or (kind == "pgi2" and ranking is None):  # the greedy ranking
-        seconds = _calibrate_once(call, "rank", None, tol)
+        seconds, finished = _calibrate_run(call, "rank", None, tol)
+        if finished:
+            return seconds
         candidates = max(call.n_features - 1, 1)
         if not call.greedy_on_walks():
             return max(seconds, 0.5 * candidates * _calibrate_once(call, "pg2", None, tol))
-        # One or two rows rank on the shared walks (README "Calls of one or two rows"): the pass
+        # One or two rows rank on the union walks (README "Calls of one or two rows"): the pass
         # to compare with is then a walk of every feature per row (measured: the ranking of one
-        # row costs 3.3-6.3 of them, d = 8). It is calibrated on the first row alone, whose set
+        # row costs 1.8-5.6 of them, d = 8). It is calibrated on the first row alone, whose set
         # takes the union walk: the same single-lane recursion, with progress per chunk of tree
         # pairs (the walk of a block of rows reports once, at its end, so on a default random
         # forest the calibration gave up before the first report and projected 1/50 of the time).
@@ -147,8 +150,14 @@ def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
 def _calibrate_once(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
                     tol: float = DEFAULT_TOL) -> float:
     """Seconds of one kernel run, from a short calibration of it."""
+    return _calibrate_run(call, kind, ranking, tol)[0]
+
+
+def _calibrate_run(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
+                   tol: float = DEFAULT_TOL) -> Tuple[float, bool]:
+    """Seconds of one kernel run, and whether it finished within the calibration (then timed)."""
     if call.n_rows == 0:
-        return 0.0
+        return 0.0, True
     calibration = _Calibration(call.n_rows)
     call.progress = calibration
     rk = call.ranking(ranking) if ranking is not None else None
@@ -160,5 +169,5 @@ def _calibrate_once(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
         else:
             call.greedy_rank(tol=tol)
     except _Enough:
-        return float(calibration.projected())
-    return float(time.perf_counter() - calibration.start)
+        return float(calibration.projected()), False
+    return float(time.perf_counter() - calibration.start), True
