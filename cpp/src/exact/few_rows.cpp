@@ -70,7 +70,7 @@ void walk_chunks(const Arena& a, const Noise& noise, const Variant* variants, st
 void pg2_one_row(const Arena& a, const Noise& noise, const double* x, const std::uint8_t* perturbed, int n_threads,
                  double* out, RunControl* control, double tol) {
   const Variant variant{x, perturbed};
-  walk_union(a, noise, &variant, 1, n_threads, tol, out, control);
+  walk_union(a, noise, distinct_sets(a, noise, &variant, 1), n_threads, tol, out, control);
 }
 
 void curve_rows_on_union(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
@@ -87,12 +87,13 @@ void curve_rows_on_union(const Arena& a, const Noise& noise, const double* X, st
   std::int64_t units = 0;
   for (std::int64_t i = 0; i < n_rows; ++i) {
     prefixes(i);
-    units += union_walk_units(a, noise, variants.data(), n_steps);
+    units += union_walk_units(a, noise, distinct_sets(a, noise, variants.data(), n_steps));
   }
   plan(control, units);
   for (std::int64_t i = 0; i < n_rows && !stopped(control); ++i) {
     prefixes(i);
-    walk_union(a, noise, variants.data(), n_steps, n_threads, tol, out + i * n_steps, control, true);
+    walk_union(a, noise, distinct_sets(a, noise, variants.data(), n_steps), n_threads, tol, out + i * n_steps,
+               control, true);
   }
 }
 
@@ -169,12 +170,11 @@ void greedy_few_rows(const Arena& a, const Noise& noise, const double* X, std::i
     values.assign(static_cast<std::size_t>(total), 0.0);
     if (on_union_walk) {
       for (std::int64_t i = 0; i < n_rows && !stopped(control); ++i) {
-        const Variant* row_sets = variants.data() + i * per_row;
+        const DistinctSets sets = distinct_sets(a, noise, variants.data() + i * per_row, per_row);
         const std::int64_t expected = expected_units(step, i);
-        const std::int64_t units = (step + 1) * union_walk_units(a, noise, row_sets, per_row);
+        const std::int64_t units = (step + 1) * union_walk_units(a, noise, sets);
         if (units > expected) plan(control, units - expected);
-        walk_union(a, noise, row_sets, per_row, n_threads, step_tol, values.data() + i * per_row, control, true,
-                   step + 1);
+        walk_union(a, noise, sets, n_threads, step_tol, values.data() + i * per_row, control, true, step + 1);
         if (expected > units) advance(control, expected - units);
       }
     } else {

@@ -8,7 +8,6 @@
 #include <omp.h>
 #endif
 
-#include "distinct_sets.hpp"
 #include "lane_walk.hpp"
 
 namespace pgexact {
@@ -260,21 +259,15 @@ std::int64_t union_walk_units(const Arena& a, std::int64_t swept, std::int64_t l
   return swept + (lanes + group - 1) / group * (n_trees * (n_trees - 1) / 2);
 }
 
-std::int64_t union_walk_units(const Arena& a, const Noise& noise, const Variant* variants, std::int64_t count) {
-  const DistinctSets sets = distinct_sets(a, noise, variants, count);
+std::int64_t union_walk_units(const Arena& a, const Noise& noise, const DistinctSets& sets) {
   std::int64_t swept = 0;
   for (const Variant& v : sets.variants) swept += swept_set(a, noise, v) ? 1 : 0;
   return union_walk_units(a, swept, sets.size() - swept);
 }
 
-void walk_union(const Arena& a, const Noise& noise, const Variant* variants, std::int64_t count, int n_threads,
-                double tol, double* out, RunControl* control, bool planned, std::int64_t weight) {
+void walk_union(const Arena& a, const Noise& noise, const DistinctSets& sets, int n_threads, double tol, double* out,
+                RunControl* control, bool planned, std::int64_t weight) {
   // Each distinct set once (distinct_sets.hpp): fewer lanes, and often one group fewer.
-  const DistinctSets sets = distinct_sets(a, noise, variants, count);
-  if (sets.size() == count) {
-    walk_distinct(a, noise, variants, count, n_threads, tol, out, control, planned, weight);
-    return;
-  }
   std::vector<double> values(static_cast<std::size_t>(sets.size()));
   walk_distinct(a, noise, sets.variants.data(), sets.size(), n_threads, tol, values.data(), control, planned, weight);
   sets.copy_values(values.data(), out);

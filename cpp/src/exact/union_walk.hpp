@@ -26,22 +26,23 @@
 
 #include <cstdint>
 
+#include "distinct_sets.hpp"
 #include "pgexact/exact/kernels.hpp"
 
 namespace pgexact {
 
-// PG2 of `count` variants that all have the row of variants[0]: out[v], each within tol
-// (relative) of the exact value, certified. Each distinct set is walked once
-// (distinct_sets.hpp); sets with at most one perturbed feature take pg2_row; the others share
+// PG2 of the variants of `sets` (distinct_sets: each distinct set walked once), all of one
+// row: out[v] for every variant v they were made of, each within tol (relative) of the exact
+// value, certified. Sets with at most one perturbed feature take pg2_row; the others share
 // walks in consecutive groups whose tables fit a fixed budget. A swept set and each tree pair
 // walked are `weight` units of the control's progress each (weight * union_walk_units),
 // planned here unless `planned` (the caller planned them).
-void walk_union(const Arena& arena, const Noise& noise, const Variant* variants, std::int64_t count, int n_threads,
-                double tol, double* out, RunControl* control, bool planned = false, std::int64_t weight = 1);
+void walk_union(const Arena& arena, const Noise& noise, const DistinctSets& sets, int n_threads, double tol,
+                double* out, RunControl* control, bool planned = false, std::int64_t weight = 1);
 
 // The units walk_union advances: for `swept` sets of at most one perturbed feature and `lanes`
-// others (distinct), and for the call itself.
+// others, and for `sets`.
 std::int64_t union_walk_units(const Arena& arena, std::int64_t swept, std::int64_t lanes);
-std::int64_t union_walk_units(const Arena& arena, const Noise& noise, const Variant* variants, std::int64_t count);
+std::int64_t union_walk_units(const Arena& arena, const Noise& noise, const DistinctSets& sets);
 
 }  // namespace pgexact
