@@ -51,13 +51,8 @@ inline LaneState lane_state(Workspace& ws, const Arena& a, std::int32_t lanes) {
 
 class LaneScratch {
  public:
-  LaneScratch(const Arena& a, std::int32_t lanes)
-      : lo_(static_cast<std::size_t>(a.n_features)), hi_(lo_.size()), p_(lane_levels(a) * static_cast<std::size_t>(lanes)) {
-    // The whole real line on every feature, as Workspace starts.
-    for (std::int32_t j = 0; j < a.n_features; ++j) {
-      lo_[static_cast<std::size_t>(j)] = a.feature_bounds_begin[j];
-      hi_[static_cast<std::size_t>(j)] = a.feature_bounds_begin[j + 1] - 1;
-    }
+  LaneScratch(const Arena& a, std::int32_t lanes) : p_(lane_levels(a) * static_cast<std::size_t>(lanes)) {
+    whole_line(a, lo_, hi_);  // as Workspace starts
     for (int side = 0; side < 2; ++side) {
       region_lo_[side] = lo_;
       region_hi_[side] = hi_;

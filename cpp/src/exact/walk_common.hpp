@@ -43,6 +43,17 @@ inline std::int32_t fixed_child(const Arena& a, std::int32_t n, const double* x)
   return a.goes_left(n, x[a.feature[n]]) ? a.left[n] : a.right[n];
 }
 
+// The box every walk starts from: the whole real line on every feature (bound indices of its
+// block's -inf and +inf).
+inline void whole_line(const Arena& a, std::vector<std::int32_t>& lo, std::vector<std::int32_t>& hi) {
+  lo.resize(static_cast<std::size_t>(a.n_features));
+  hi.resize(lo.size());
+  for (std::int32_t j = 0; j < a.n_features; ++j) {
+    lo[static_cast<std::size_t>(j)] = a.feature_bounds_begin[j];
+    hi[static_cast<std::size_t>(j)] = a.feature_bounds_begin[j + 1] - 1;
+  }
+}
+
 
 // Boundary CDFs of feature j for the current row (workspace.cpp).
 void fill_feature_cdf(const Arena& a, const Noise& noise, Workspace& ws, std::int32_t j);

@@ -21,12 +21,7 @@ Workspace::Workspace(const Arena& arena) {
   tree_mask.assign(t, 0);
   active.reserve(t);
   partners.reserve(t);
-  box_lo.resize(d);
-  box_hi.resize(d);
-  for (std::size_t j = 0; j < d; ++j) {
-    box_lo[j] = arena.feature_bounds_begin[j];        // -inf
-    box_hi[j] = arena.feature_bounds_begin[j + 1] - 1;  // +inf
-  }
+  walk::whole_line(arena, box_lo, box_hi);
   for (int side = 0; side < 2; ++side) {
     region_lo[side] = box_lo;
     region_hi[side] = box_hi;
