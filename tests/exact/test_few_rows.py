@@ -218,6 +218,54 @@ def test_walk_route_against_the_reference(seed):
         assert np.all(curve >= 0)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_greedy_tail_against_the_reference(seed):
+    """The last four steps of a greedy ranking on the union walk read one walk of every set they
+    can ask for (greedy_tail.hpp). Random boosted models, forests of unbounded depth and
+    complete trees, one and two rows, a feature the noise does not move (so fewer candidates),
+    a NaN, and a model over three features (the tail is the whole ranking, its single features
+    swept): the ranking is the unpruned reference's and the shared walks' (which take no tail),
+    the curve within 1e-12 of the reference's, and the same bits with 1 and 2 threads."""
+    rng = np.random.default_rng(700 + seed)
+    X, y = _data(800 + seed, 500)
+    d = 3 if seed == 5 else D
+    X = X[:, :d]
+    kind = seed % 3
+    if kind == 0:
+        params = dict(max_depth=int(rng.integers(2, 7)), eta=0.5, nthread=1, seed=seed, tree_method="hist",
+                      max_bin=int(rng.integers(4, 64)))
+        ens = pgexact.load(xgb.train(params, xgb.DMatrix(X, label=y), num_boost_round=int(rng.integers(3, 25))))
+    elif kind == 1:
+        ens = pgexact.load(RandomForestRegressor(int(rng.integers(2, 5)), max_depth=8, random_state=seed,
+                                                 n_jobs=1).fit(X, y))
+    else:
+        from catboost import CatBoostRegressor
+
+        ens = pgexact.load(CatBoostRegressor(iterations=int(rng.integers(5, 30)), depth=int(rng.integers(2, 7)),
+                                             verbose=0, thread_count=1, random_seed=seed,
+                                             allow_writing_files=False).fit(X, y))
+    rows = X[rng.integers(len(X), size=2)].copy()
+    if seed in (1, 2):
+        rows[1, int(rng.integers(d))] = np.nan
+    sigma = float(10 ** rng.uniform(-1, 0))
+    noise = ["normal"] * d
+    if seed in (0, 3):
+        noise[int(rng.integers(d))] = None  # never perturbed: not a candidate
+    for n in (1, 2):
+        with warnings.catch_warnings():  # σ against the spread of two rows: not the point here
+            warnings.simplefilter("ignore", UserWarning)
+            call = prepare_call(ens, rows[:n], sigma=sigma, noise=noise, n_jobs=1)
+        assert core_exact.few_rows_on_walks(ens._arena, call.perturbation, n, Call.greedy)
+        order, curve = call.greedy_rank()
+        ref_order, ref_curve = core_exact.greedy_rank(ens._arena, rows[:n], call.perturbation, 1, Kernel.reference)
+        np.testing.assert_array_equal(order, ref_order)
+        _close(curve, ref_curve, 1e-12)
+        assert np.all(curve >= 0)
+        np.testing.assert_array_equal(call.greedy_rank(kernel=Kernel.walks)[0], order)
+        for a, b in zip(prepare_call(ens, rows[:n], sigma=sigma, noise=noise, n_jobs=2).greedy_rank(), (order, curve)):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_two_row_rankings_and_threads(small, deep):
     """Threads share one row's candidates: the same bits with 1 and 2 threads; two-row rankings
     are each row's own."""
@@ -336,16 +384,26 @@ def test_category_splits_routed_as_the_library_routes_them(seed):
         _close(curve, ref_curve, 1e-12)
 
 
+def _greedy_walk_units(candidates, trees):
+    """Units of a one-row greedy ranking's walks after step 0 on the union walk, each walk in one
+    group: step k's walk weighs k + 1 per tree pair, the tail walk of the last four steps (every
+    set they can ask for, greedy_tail.hpp) twice the candidates per tree pair."""
+    pairs = trees * (trees - 1) // 2
+    tail = min(4, candidates)
+    return sum(k + 1 for k in range(1, candidates - tail)) * pairs + 2 * candidates * pairs
+
+
 def test_progress_counts_the_steps_of_a_row(small):
     """A one-row greedy ranking on the union walk reports a unit per single-feature set of step 0
-    and k + 1 per tree pair walked at step k (the bar moves within the row, not only when the row
-    is done, and later steps, whose walks perturb more, weigh more), all planned before it starts."""
+    and k + 1 per tree pair walked at step k, twice the candidates per tree pair of the walk of
+    the last four steps (the bar moves within the row, not only when the row is done, and later
+    steps, whose walks perturb more, weigh more), all planned before it starts."""
     ens, X = small
     call = prepare_call(ens, X[:1], n_jobs=1)
     trees = ens._arena.n_trees
     # Every feature is split on (so no candidate set stands for another) and fits one group.
     assert list(ens._arena.used_features) == [1] * D
-    units = D + sum(k + 1 for k in range(1, D)) * (trees * (trees - 1) // 2)
+    units = D + _greedy_walk_units(D, trees)
     for threads in (1, 2):
         reports = []
         core_exact.greedy_rank(ens._arena, X[:1], call.perturbation, threads, Kernel.pairs,
@@ -378,8 +436,8 @@ def test_greedy_walks_each_distinct_set_once(small):
     core_exact.greedy_rank(wide._arena, row, call.perturbation, 1, Kernel.pairs,
                            progress=lambda done, total: reports.append((done, total)))
     # Step 0: the D used single features and one set for the three unused; then a walk a step,
-    # step k's tree pairs weighing k + 1.
-    assert reports[-1][0] == reports[-1][1] == (D + 1) + sum(k + 1 for k in range(1, D + 3)) * (trees * (trees - 1) // 2)
+    # step k's tree pairs weighing k + 1, and the tail walk of the last four steps.
+    assert reports[-1][0] == reports[-1][1] == (D + 1) + _greedy_walk_units(D + 3, trees)
 
 
 def test_walks_sum_tree_pairs_compensated():

@@ -1,10 +1,12 @@
 // Calls of one or two rows on the walks (few_rows.hpp says when and why).
 #include "few_rows.hpp"
 
+#include "greedy_tail.hpp"
 #include "union_walk.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "pgexact/exact/pair_kernel.hpp"
@@ -141,8 +143,16 @@ void greedy_few_rows(const Arena& a, const Noise& noise, const double* X, std::i
     const std::int64_t sets = std::min(n_candidates - step, used[static_cast<std::size_t>(i)] + 1);
     return (step + 1) * (step == 0 ? union_walk_units(a, sets, 0) : union_walk_units(a, 0, sets));
   };
+  // On the union walks the last `tail` steps read one walk of every set they can ask for
+  // (greedy_tail.hpp). Its units weigh twice the whole set's size: it costs about two walks
+  // of the whole set (1.9-2.5 measured).
+  const std::int64_t tail = on_union_walk ? std::min(n_candidates, greedy_tail_candidates(a)) : 0;
+  const std::int64_t tail_weight = 2 * n_candidates;
+  const std::int64_t first_tail_step = n_candidates - tail;
   for (std::int64_t step = 0; step < n_candidates; ++step) {
-    if (on_union_walk) {
+    if (on_union_walk && step >= first_tail_step) {
+      if (step == first_tail_step) plan(control, n_rows * tail_weight * GreedyTail::planned_units(a, tail, step));
+    } else if (on_union_walk) {
       for (std::int64_t i = 0; i < n_rows; ++i) plan(control, expected_units(step, i));
     } else {
       // The shared walks: a chunk of step k counts k + 1, the size of its sets (a walk costs
@@ -158,17 +168,25 @@ void greedy_few_rows(const Arena& a, const Noise& noise, const double* X, std::i
   std::vector<std::uint8_t> masks;
   std::vector<Variant> variants;
   std::vector<double> values;
+  std::unique_ptr<GreedyTail> tail_walk;
   std::int64_t step = 0;
   for (; step < n_candidates; ++step) {
     if (stopped(control)) return;
     // Each row's candidate sets S_i + {j}, in feature order: on one union walk per row (a
     // walk's lanes are of one row), its threads sharing the tree pairs, or dealt out in chunks
-    // on the shared walks.
+    // on the shared walks; the tail's steps read the tail walk.
     const std::int64_t per_row = n_candidates - step;
     const std::int64_t total = n_rows * per_row;
-    greedy_step_variants(a, noise, X, n_rows, chosen.data(), total, masks, variants);
     values.assign(static_cast<std::size_t>(total), 0.0);
-    if (on_union_walk) {
+    if (step >= first_tail_step) {
+      if (step == first_tail_step) {
+        tail_walk = std::make_unique<GreedyTail>(a, noise, X, n_rows, chosen.data(), step, per_row, n_threads, step_tol,
+                                                 control, tail_weight);
+        if (stopped(control)) return;
+      }
+      tail_walk->step_values(chosen.data(), per_row, values.data());
+    } else if (on_union_walk) {
+      greedy_step_variants(a, noise, X, n_rows, chosen.data(), total, masks, variants);
       for (std::int64_t i = 0; i < n_rows && !stopped(control); ++i) {
         const DistinctSets sets = distinct_sets(a, noise, variants.data() + i * per_row, per_row);
         const std::int64_t expected = expected_units(step, i);
@@ -178,6 +196,7 @@ void greedy_few_rows(const Arena& a, const Noise& noise, const double* X, std::i
         if (expected > units) advance(control, expected - units);
       }
     } else {
+      greedy_step_variants(a, noise, X, n_rows, chosen.data(), total, masks, variants);
       walk_chunks(a, noise, variants.data(), total, few_rows_chunk(a, total, n_threads), n_threads, step_tol,
                   values.data(), control, step + 1);
     }

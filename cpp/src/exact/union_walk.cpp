@@ -253,6 +253,8 @@ void walk_distinct(const Arena& a, const Noise& noise, const Variant* variants, 
 
 }  // namespace
 
+std::int32_t union_walk_lanes(const Arena& a) { return lanes_per_group(a); }
+
 std::int64_t union_walk_units(const Arena& a, std::int64_t swept, std::int64_t lanes) {
   const std::int64_t group = lanes_per_group(a);
   const std::int64_t n_trees = a.n_trees();

@@ -40,6 +40,10 @@ namespace pgexact {
 void walk_union(const Arena& arena, const Noise& noise, const DistinctSets& sets, int n_threads, double tol,
                 double* out, RunControl* control, bool planned = false, std::int64_t weight = 1);
 
+// Lanes one walk holds at most: their tables (a conditional mean per node) within a fixed
+// budget; more lanes walk in groups, each a walk of the whole model.
+std::int32_t union_walk_lanes(const Arena& arena);
+
 // The units walk_union advances: for `swept` sets of at most one perturbed feature and `lanes`
 // others, and for `sets`.
 std::int64_t union_walk_units(const Arena& arena, std::int64_t swept, std::int64_t lanes);
