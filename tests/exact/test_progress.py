@@ -165,8 +165,9 @@ def test_projection_counts_set_up_once(monkeypatch):
 
 def test_rank_estimate_is_at_least_half_its_candidates_full_passes(monkeypatch):
     """A short look at the greedy ranking sees its cheap early steps; the estimate is never
-    below half its candidates' worth of passes with every feature perturbed, unless the ranking
-    finished within the calibration (then its time is the estimate)."""
+    below half its candidates' worth of passes with every feature perturbed (one pass per row
+    where one or two rows rank on the union walks), unless the ranking finished within the
+    calibration (then its time is the estimate)."""
     from pgexact._exact import _estimate
 
     seen = []
@@ -197,13 +198,13 @@ def test_rank_estimate_is_at_least_half_its_candidates_full_passes(monkeypatch):
     assert _estimate._calibrate(Call(), "pgi2", None) == 0.5 * 8 * 2.0  # no ranking: greedy
     assert _estimate._calibrate(Call(), "pg2", None) == 2.0
     assert seen == [("rank", False), ("pg2", False), ("rank", False), ("pg2", False), ("pg2", False)]
-    # a ranking of one or two rows on the shared walks: its full pass is a walk of every feature
-    # per row, calibrated on the first row alone (whose set takes the union walk, with progress
-    # within the walk)
+    # a ranking of one or two rows on the union walks: at least a walk of every feature per row
+    # (the walk of each row's last steps holds one), calibrated on the first row alone (whose
+    # set takes the union walk, with progress within the walk)
     few = Call()
     few.walks = True
     seen.clear()
-    assert _estimate._calibrate(few, "rank", None) == 0.5 * 8 * 2 * 2.0
+    assert _estimate._calibrate(few, "rank", None) == 2 * 2.0
     assert seen == [("rank", False), ("pg2", True)]
     # a ranking that finishes within the calibration is simply timed: no floor
     finished["rank"] = True

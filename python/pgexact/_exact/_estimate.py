@@ -125,9 +125,9 @@ def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
     estimate is the larger of the two projections (on the models where the short look was not
     fooled, it is the larger already: 2.7× over on XGBoost 100 × depth 6 at 8 rows). One or two
     rows rank on a union walk per step, whose units weigh a step's tree pairs by the size of its
-    sets, and compare with a walk of every feature per row (estimate over actual, one row:
-    0.93-1.36× on XGBoost, CatBoost(200) and a depth-10 forest, 0.74× at d = 100). A ranking
-    that finishes within the calibration is simply timed.
+    sets (the walk of the last four steps by twice the candidates), and compare with a walk of
+    every feature per row, which each row's last walk contains (the ranking of a row costs
+    1.7-4.2 of them, d = 8). A ranking that finishes within the calibration is simply timed.
     """
     if kind == "rank" or (kind == "pgi2" and ranking is None):  # the greedy ranking
         seconds, finished = _calibrate_run(call, "rank", None, tol)
@@ -137,13 +137,14 @@ def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
         if not call.greedy_on_walks():
             return max(seconds, 0.5 * candidates * _calibrate_once(call, "pg2", None, tol))
         # One or two rows rank on the union walks (README "Calls of one or two rows"): the pass
-        # to compare with is then a walk of every feature per row (measured: the ranking of one
-        # row costs 1.8-5.6 of them, d = 8). It is calibrated on the first row alone, whose set
-        # takes the union walk: the same single-lane recursion, with progress per chunk of tree
-        # pairs (the walk of a block of rows reports once, at its end, so on a default random
-        # forest the calibration gave up before the first report and projected 1/50 of the time).
+        # to compare with is then a walk of every feature per row, which the walk of a row's
+        # last steps contains (greedy_tail.hpp). It is calibrated on the first row alone, whose
+        # set takes the union walk: the same single-lane recursion, with progress per chunk of
+        # tree pairs (the walk of a block of rows reports once, at its end, so on a default
+        # random forest the calibration gave up before the first report and projected 1/50 of
+        # the time).
         walk = _calibrate_once(call.rows(0, 1), "pg2", None, tol)
-        return max(seconds, 0.5 * candidates * call.n_rows * walk)
+        return max(seconds, call.n_rows * walk)
     return _calibrate_once(call, kind, ranking, tol)
 
 
