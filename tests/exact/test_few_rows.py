@@ -1,7 +1,7 @@
 """Calls of one or two rows on the walks (kernels.hpp's few_rows_on_walks).
 
 ``Kernel.pairs`` runs one-row sets and curves on one walk over the union of the row's sets
-(union_walk.hpp), and greedy rankings of one or two rows (four of complete trees) on a union
+(union_walk.hpp), and greedy rankings of one or two rows (eight of complete trees) on a union
 walk per row and step; ``Kernel.walks`` ranks them on the shared walks; ``Kernel.leaf_pairs``
 never does either. Checked here: which calls take
 the walks; that their values are within the tolerance of the unpruned reference and of the
@@ -88,19 +88,19 @@ def test_which_calls_take_the_walks(small, deep):
     c = prepare_call(cat, X[:1], n_jobs=1)
     assert [core_exact.few_rows_on_walks(cat._arena, c.perturbation, 1, k)
             for k in (Call.set, Call.curve, Call.greedy)] == [True, True, True]
-    # their greedy rankings take the walks up to four rows
+    # their greedy rankings take the walks up to eight rows
     assert [core_exact.few_rows_on_walks(cat._arena, c.perturbation, n, Call.greedy)
-            for n in (2, 3, 4, 5)] == [True, True, True, False]
-    rows = X[:4]
-    with warnings.catch_warnings():  # σ against the spread of four rows: not the point here
+            for n in (2, 4, 8, 9)] == [True, True, True, False]
+    rows = X[:8]
+    with warnings.catch_warnings():  # σ against the spread of eight rows: not the point here
         warnings.simplefilter("ignore", UserWarning)
-        four = prepare_call(cat, rows, n_jobs=2).greedy_rank()
+        eight = prepare_call(cat, rows, n_jobs=2).greedy_rank()
     pairs = prepare_call(cat, rows, n_jobs=1).greedy_rank(kernel=Kernel.leaf_pairs)
-    np.testing.assert_array_equal(four[0], pairs[0])
-    _close(four[1], pairs[1], 2e-13)
-    for i in range(4):
+    np.testing.assert_array_equal(eight[0], pairs[0])
+    _close(eight[1], pairs[1], 2e-13)
+    for i in range(8):
         alone = prepare_call(cat, rows[i:i + 1], n_jobs=1).greedy_rank()
-        np.testing.assert_array_equal(alone[1][0], four[1][i])
+        np.testing.assert_array_equal(alone[1][0], eight[1][i])
 
 
 def test_one_row_calls_take_the_union_walk(small, deep):

@@ -19,11 +19,14 @@ bool few_rows_on_walks(const Arena& a, const Noise& noise, std::int64_t n_rows, 
     // One row's sets and curves, whatever the trees, on one walk over the union of its sets.
     return n_rows == 1;
   }
-  // Complete trees: CatBoost's oblivious trees, laid out as complete trees. Their greedy
-  // rankings gain up to four rows (CatBoost(200), 4 rows: 2.3x with one thread, 1.85x with two;
-  // 8 rows: 1.17x and 0.90x); other models' lose past two.
+  // Complete trees: CatBoost's oblivious trees, laid out as complete trees. With the tail walk
+  // (greedy_tail.hpp) their greedy rankings gain up to eight rows (CatBoost(200) on housing,
+  // leaf pairs over one row at a time on the union walks: 4 / 8 / 16 rows, 1 thread 3.1 / 1.5 /
+  // -, 2 threads 2.9 / 1.5 / 0.9; CatBoost(1000), 4 rows, 1 thread: 180 s against 55 s); other
+  // models' lose past two (XGBoost 0.98 at 4 rows, LightGBM 0.85, RandomForest(20,
+  // max_depth=10) 0.57 at 3 rows; unbounded forests of 3-5 trees gain up to six).
   const bool complete = a.max_depth < 31 && a.n_leaves() == (a.n_trees() << a.max_depth);
-  return n_rows <= (complete ? 4 : 2);
+  return n_rows <= (complete ? 8 : 2);
 }
 
 std::int64_t few_rows_chunk(const Arena& a, std::int64_t count, int n_threads) {

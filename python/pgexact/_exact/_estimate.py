@@ -136,7 +136,7 @@ def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
         candidates = max(call.n_features - 1, 1)
         if not call.greedy_on_walks():
             return max(seconds, 0.5 * candidates * _calibrate_once(call, "pg2", None, tol))
-        # One or two rows rank on the union walks (README "Calls of one or two rows"): the pass
+        # Few rows rank on the union walks (README "Calls of one or two rows"): the pass
         # to compare with is then a walk of every feature per row, which the walk of a row's
         # last steps contains (greedy_tail.hpp). It is calibrated on the first row alone, whose
         # set takes the union walk: the same single-lane recursion, with progress per chunk of

@@ -156,7 +156,8 @@ class PreparedCall:
         return self.progress.stage()
 
     def greedy_on_walks(self) -> bool:
-        """Whether the greedy ranking of these rows runs on the shared walks (one or two rows)."""
+        """Whether the greedy ranking of these rows runs on the union walks (one or two rows,
+        up to eight of CatBoost's complete trees)."""
         return self._kernel(Kernel.pairs, _FewRowsCall.greedy) == Kernel.pairs and \
             bool(_core.exact.few_rows_on_walks(self.ensemble._arena, self.perturbation, self.n_rows,
                                                _FewRowsCall.greedy))
