@@ -147,6 +147,24 @@ def test_estimate_projects_from_the_rate(monkeypatch):
     assert cal.projected() == pytest.approx(0.4 + 9.7)
 
 
+def test_bar_counts_rows_in_hundredths(monkeypatch):
+    """The bar counts rows' worth of work, rounded down: within a one-row call it moves in
+    hundredths (a whole count read 1/1 from halfway on) and reads every row only at the end."""
+    pytest.importorskip("tqdm")
+    p = _progress.Progress(True, 1, "rank", warn=False)
+    with p:
+        update = p.stage()
+        shown = []
+        for done in (0, 1, 499, 500, 999, 1000):
+            update(done, 1000)
+            shown.append(p._bar.n)
+        assert shown == [0.0, 0.0, 0.49, 0.5, 0.99, 1.0]
+    p = _progress.Progress(True, 20, "pgi2", stages=2, warn=False)
+    with p:
+        p.stage()(1, 2)  # half of the first of two stages: a quarter of the work
+        assert p._bar.n == 5.0
+
+
 def test_projection_counts_set_up_once(monkeypatch):
     """The in-call projection (bar, PerformanceWarning) extrapolates the rate seen since the
     first report of work, as estimate does: a kernel's set-up before its first unit (leaf boxes

@@ -17,6 +17,7 @@ of the work done.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 import warnings
@@ -137,7 +138,7 @@ class Progress:
                 if self._bar is None and self.mode is None and projected > BAR_SECONDS:
                     self._open()
         if self._bar is not None:
-            self._bar.n = min(int(round(self.fraction() * self.rows)), self.rows)
+            self._bar.n = self._rows_done()
             self._bar.refresh()
 
     # -- the bar ---------------------------------------------------------------------------------
@@ -147,8 +148,15 @@ class Progress:
             return
         self._bar = tqdm.tqdm(total=self.rows, desc=self.desc, unit="row", file=sys.stderr,
                               leave=False, dynamic_ncols=True)
-        self._bar.n = min(int(round(self.fraction() * self.rows)), self.rows)
+        self._bar.n = self._rows_done()
         self._bar.refresh()
+
+    def _rows_done(self) -> float:
+        """Rows' worth of work done, rounded down to hundredths: the bar reads 0.42/1 within a
+        one-row call (a whole count rounded read 1/1 from halfway through the row on) and
+        reaches every row only when the work has; whole counts stay whole (40/40)."""
+        done = min(math.floor(self.fraction() * self.rows * 100) / 100, float(self.rows))
+        return int(done) if done.is_integer() else done
 
     def close(self) -> None:
         """Closes the bar (at the end of the call, finished or not)."""
