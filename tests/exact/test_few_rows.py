@@ -61,6 +61,24 @@ def _over_64_features(seed: int, n: int, rounds: int, colsample: float) -> tuple
     return pgexact.load(xgb.train(params, xgb.DMatrix(X, label=y), num_boost_round=rounds)), X
 
 
+def _random_model(rng, seed: int, X, y, boosting_depths: tuple, forest_depth):
+    """By ``seed % 3``: a random XGBoost model (depth drawn from ``boosting_depths``), a forest of
+    2-4 trees of ``forest_depth`` (None: unbounded), or a CatBoost model of complete trees."""
+    kind = seed % 3
+    if kind == 0:
+        params = dict(max_depth=int(rng.integers(*boosting_depths)), eta=0.5, nthread=1, seed=seed,
+                      tree_method="hist", max_bin=int(rng.integers(4, 64)))
+        return pgexact.load(xgb.train(params, xgb.DMatrix(X, label=y), num_boost_round=int(rng.integers(3, 25))))
+    if kind == 1:
+        return pgexact.load(RandomForestRegressor(int(rng.integers(2, 5)), max_depth=forest_depth, random_state=seed,
+                                                  n_jobs=1).fit(X, y))
+    from catboost import CatBoostRegressor
+
+    return pgexact.load(CatBoostRegressor(iterations=int(rng.integers(5, 30)), depth=int(rng.integers(2, 7)),
+                                          verbose=0, thread_count=1, random_seed=seed,
+                                          allow_writing_files=False).fit(X, y))
+
+
 def _close(got, want, rtol):
     got, want = np.asarray(got), np.asarray(want)
     assert np.all(np.abs(got - want) <= rtol * np.abs(want) + 1e-300), np.max(np.abs(got - want) / np.abs(want))
@@ -145,19 +163,7 @@ def test_union_walk_against_the_reference(seed):
     unpruned reference, and at tol=0 (nothing skipped) too."""
     rng = np.random.default_rng(300 + seed)
     X, y = _data(400 + seed, 500)
-    kind = seed % 3
-    if kind == 0:
-        params = dict(max_depth=int(rng.integers(2, 8)), eta=0.5, nthread=1, seed=seed, tree_method="hist",
-                      max_bin=int(rng.integers(4, 64)))
-        ens = pgexact.load(xgb.train(params, xgb.DMatrix(X, label=y), num_boost_round=int(rng.integers(3, 25))))
-    elif kind == 1:
-        ens = pgexact.load(RandomForestRegressor(int(rng.integers(2, 5)), random_state=seed, n_jobs=1).fit(X, y))
-    else:
-        from catboost import CatBoostRegressor
-
-        ens = pgexact.load(CatBoostRegressor(iterations=int(rng.integers(5, 30)), depth=int(rng.integers(2, 7)),
-                                             verbose=0, thread_count=1, random_seed=seed,
-                                             allow_writing_files=False).fit(X, y))
+    ens = _random_model(rng, seed, X, y, boosting_depths=(2, 8), forest_depth=None)
     for i in range(4):
         row = X[rng.integers(len(X))][None, :].copy()
         if i == 3:
@@ -230,20 +236,7 @@ def test_greedy_tail_against_the_reference(seed):
     X, y = _data(800 + seed, 500)
     d = 3 if seed == 5 else D
     X = X[:, :d]
-    kind = seed % 3
-    if kind == 0:
-        params = dict(max_depth=int(rng.integers(2, 7)), eta=0.5, nthread=1, seed=seed, tree_method="hist",
-                      max_bin=int(rng.integers(4, 64)))
-        ens = pgexact.load(xgb.train(params, xgb.DMatrix(X, label=y), num_boost_round=int(rng.integers(3, 25))))
-    elif kind == 1:
-        ens = pgexact.load(RandomForestRegressor(int(rng.integers(2, 5)), max_depth=8, random_state=seed,
-                                                 n_jobs=1).fit(X, y))
-    else:
-        from catboost import CatBoostRegressor
-
-        ens = pgexact.load(CatBoostRegressor(iterations=int(rng.integers(5, 30)), depth=int(rng.integers(2, 7)),
-                                             verbose=0, thread_count=1, random_seed=seed,
-                                             allow_writing_files=False).fit(X, y))
+    ens = _random_model(rng, seed, X, y, boosting_depths=(2, 7), forest_depth=8)
     rows = X[rng.integers(len(X), size=2)].copy()
     if seed in (1, 2):
         rows[1, int(rng.integers(d))] = np.nan
