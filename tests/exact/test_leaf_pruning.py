@@ -41,6 +41,13 @@ def deep():
     return _deep_model(0)
 
 
+@pytest.fixture(scope="module")
+def deep8():
+    """Eight features: a greedy ranking's last four steps take one unpruned pass (the tail,
+    pair_kernel.cpp), so its pruned steps are steps 1-3 here (none at five features)."""
+    return _deep_model(0, d=8)
+
+
 def _calls(ens, X, ranking, sigma):
     return (pgexact.pg2(ens, X, list(range(ens.n_features)), sigma=sigma, n_jobs=1, progress=False),
             pgexact.pg2(ens, X, features=[0, 2], sigma=sigma, n_jobs=1, progress=False),
@@ -157,11 +164,11 @@ def _greedy(ens, rows, sigma):
 
 
 @pytest.mark.parametrize("sigma", [0.02, 0.1, 0.5])
-def test_greedy_pruned_equals_unpruned(deep, monkeypatch, sigma):
+def test_greedy_pruned_equals_unpruned(deep8, monkeypatch, sigma):
     """Pruned greedy steps choose what the unpruned steps choose (a choice closer than its
     bounds is recomputed unpruned), and their curves agree within 1e-13; reckless pruning fails
     certificates and lands on the unpruned result through the recomputation."""
-    ens, X = deep
+    ens, X = deep8
     rows = X[:40]
     monkeypatch.setenv("PGEXACT_LEAF_PRUNING", "0")
     plain_rank, plain_curve = _greedy(ens, rows, sigma)
@@ -173,10 +180,10 @@ def test_greedy_pruned_equals_unpruned(deep, monkeypatch, sigma):
         np.testing.assert_allclose(curve, plain_curve, rtol=RTOL, atol=0)
 
 
-def test_greedy_pruning_prunes(deep, monkeypatch):
+def test_greedy_pruning_prunes(deep8, monkeypatch):
     """The test above must be able to fail: with small noise on deep trees the greedy curves are
     not the unpruned bits (leaves were dropped in the steps)."""
-    ens, X = deep
+    ens, X = deep8
     rows = X[:40]
     monkeypatch.setenv("PGEXACT_LEAF_PRUNING", "0")
     _, plain = _greedy(ens, rows, 0.05)
@@ -185,8 +192,8 @@ def test_greedy_pruning_prunes(deep, monkeypatch):
     assert np.any(pruned != plain)
 
 
-def test_greedy_pruned_rows_do_not_depend_on_batch(deep):
-    ens, X = deep
+def test_greedy_pruned_rows_do_not_depend_on_batch(deep8):
+    ens, X = deep8
     rows = X[:12]
     together = _greedy(ens, rows, 0.1)
     # alone on the batch's kernel (a greedy ranking of one row takes the shared walks by

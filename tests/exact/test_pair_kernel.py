@@ -178,3 +178,34 @@ def test_trees_with_more_leaves_than_one_chunk():
            core_exact.pg2_curve(ens._arena, rows, R, 5, noise, 1, Kernel.reference))
     rk, curve = core_exact.greedy_rank(ens._arena, rows, noise, 2)
     _close(curve, core_exact.pg2_curve(ens._arena, rows, rk, 5, noise, 1, Kernel.reference))
+
+
+@pytest.mark.parametrize("d", [2, 3, 5, 7, 9])
+def test_greedy_tail_on_the_leaf_pairs(d):
+    """A greedy ranking's last (up to four) steps take one pass over every set S + A they can ask
+    for (pair_kernel.cpp's tail). Random models over d features (two to nine: the tail is the
+    whole ranking up to four candidates), rows with NaN, a feature the noise never moves, mixed
+    noise families: the ranking is the unpruned reference's and its curve within 1e-12, with 1
+    and 2 threads the same bits, and each curve entry within 1e-12 of the reference's PG2 of
+    that prefix."""
+    rng = np.random.default_rng(40 + d)
+    X = rng.normal(size=(500, d))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = np.nan_to_num(X[:, 0]) * np.nan_to_num(X[:, 1 % d]) + np.sin(2 * np.nan_to_num(X[:, -1])) + 0.2 * rng.normal(size=500)
+    model = xgb.XGBRegressor(n_estimators=10, max_depth=5, tree_method="hist", max_bin=32, nthread=1).fit(X, y)
+    ens = pgexact.load(model)
+    rows = np.ascontiguousarray(X[rng.integers(len(X), size=11)])
+    sigma = rng.uniform(0.1, 1.0, size=d)
+    family = rng.choice(np.array([0, 1, 2], np.uint8), size=d)
+    if d >= 5:
+        family[int(rng.integers(d))] = 4  # never perturbed: ranked last, not a candidate
+    noise = Perturbation(sigma, family)
+    rk, curve = core_exact.greedy_rank(ens._arena, rows, noise, 1, Kernel.leaf_pairs)
+    ref_rk, ref_curve = core_exact.greedy_rank(ens._arena, rows, noise, 1, Kernel.reference)
+    np.testing.assert_array_equal(rk, ref_rk)
+    _close(curve, ref_curve)
+    two = core_exact.greedy_rank(ens._arena, rows, noise, 2, Kernel.leaf_pairs)
+    np.testing.assert_array_equal(two[0], rk)
+    np.testing.assert_array_equal(two[1], curve)
+    _close(curve, core_exact.pg2_curve(ens._arena, rows, rk, d, noise, 1, Kernel.reference))
+

@@ -157,10 +157,12 @@ def test_greedy_ranking_is_exact_whatever_tol(deep, tol, monkeypatch):
             pgexact.pgu2(ens, rows, exact_rank, sigma=0.05, progress=False, tol=0.0), tol)
 
 
-def test_a_loose_tolerance_drops_leaves_in_the_greedy_steps(deep):
+def test_a_loose_tolerance_drops_leaves_in_the_greedy_steps():
+    """Over eight features: a greedy ranking's last four steps take one unpruned pass (the tail,
+    pair_kernel.cpp), so the pruned steps are steps 1-3 (none at five features)."""
     from pgexact._exact._api import rank_with_curve
 
-    ens, X = deep
+    ens, X = _deep_model(0, d=8)
     rows = X[:30]
     _, exact = rank_with_curve(ens, rows, sigma=0.05, n_jobs=1, progress=False, tol=0.0)
     _, loose = rank_with_curve(ens, rows, sigma=0.05, n_jobs=1, progress=False, tol=0.2)

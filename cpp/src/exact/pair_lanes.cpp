@@ -164,11 +164,17 @@ void code_greedy(const std::uint64_t* sets, const std::uint64_t* candidates, std
   });
 }
 
-// The leaves' codes for a curve of two prefixes per row, sets [vector][prefix][lane].
-void code_two_prefixes(const std::uint64_t* sets, std::int64_t rows, Lanes& lanes) {
+void code_tail(const std::uint64_t* sets, const std::int32_t* tail, std::int64_t r, std::int64_t rows, Lanes& lanes) {
   code_leaves(0, rows, lanes, [&](std::int64_t i, std::uint64_t out) {
-    const std::size_t at = static_cast<std::size_t>(i / kLanes) * 2 * kLanes + static_cast<std::size_t>(i % kLanes);
-    return (out & ~sets[at]) == 0 ? std::int8_t{0} : (out & ~sets[at + kLanes]) == 0 ? std::int8_t{1} : kNeverAlive;
+    const std::int32_t* candidates = tail + i * r;
+    std::uint64_t rest = out & ~sets[i];
+    std::int8_t need = 0;
+    for (std::int64_t c = 0; c < r; ++c) {
+      const std::uint64_t b = std::uint64_t{1} << candidates[c];
+      if ((rest & b & lanes.perturbable[static_cast<std::size_t>(i)]) != 0) need = static_cast<std::int8_t>(need | (1 << c));
+      rest &= ~(b & lanes.perturbable[static_cast<std::size_t>(i)]);
+    }
+    return rest == 0 ? need : kNeverAlive;
   });
 }
 

@@ -2,7 +2,7 @@
 //
 // Everything a block of rows contributes to the pair sums (pair_kernel.hpp), laid out with the
 // rows in lanes: boundary CDF tables, and per leaf its out mask, weight, interval masses and
-// code; and the codes of one set, a curve of two prefixes or a greedy step.
+// code; and the codes of one set, a greedy step or a greedy ranking's tail.
 #pragma once
 
 #include <algorithm>
@@ -103,8 +103,11 @@ void code_leaves(std::int64_t begin, std::int64_t end, Lanes& lanes, CodeOf&& co
 void code_set(const std::uint64_t* sets, std::int64_t rows, Lanes& lanes);
 // The leaves' codes for a greedy step: set S and candidates per row.
 void code_greedy(const std::uint64_t* sets, const std::uint64_t* candidates, std::int64_t rows, Lanes& lanes);
-// The leaves' codes for a curve of two prefixes per row, sets [vector][prefix][lane].
-void code_two_prefixes(const std::uint64_t* sets, std::int64_t rows, Lanes& lanes);
+// The leaves' codes for a greedy ranking's tail (TailSets): per row its set S (perturbable
+// features) and its r remaining candidates tail[row][c]; a leaf's code is the subset of the
+// candidates (bit c) on which x leaves its path, or kNeverAlive where it leaves it on another
+// feature not in S or on a candidate the row cannot perturb (NaN).
+void code_tail(const std::uint64_t* sets, const std::int32_t* tail, std::int64_t r, std::int64_t rows, Lanes& lanes);
 
 }  // namespace pairs
 }  // namespace pgexact

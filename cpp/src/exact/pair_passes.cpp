@@ -477,8 +477,66 @@ void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t*
       });
 }
 
+// PG2 of every set of a greedy ranking's tail (TailSets): per pair, each set's product in the
+// pair's entry order (eval_set's operations), kChains sets at a time over the entries' masses.
+void eval_tail(const PairView& pl, const LaneView& lanes, const TailSets& c, std::int64_t n_sets, double mult,
+               double* sum, double* comp) {
+  // The last set holds every candidate: its highest feature bounds them all.
+  const int top = top_feature(c.sets + (n_sets - 1) * kLanes);
+  // n_sets is 2^r with 2 <= r <= kMaxTailCandidates, a multiple of kChains; the rest stay empty.
+  const vu zero_u = {};
+  vu S[1 << kMaxTailCandidates];
+  for (std::int64_t A = 0; A < (1 << kMaxTailCandidates); ++A) S[A] = A < n_sets ? load_u(c.sets + A * kLanes) : zero_u;
+  const vi none_set = {};
+  vd D[64];
+  std::int32_t factor_feature[64];
+  vd run[1 << kMaxTailCandidates];
+  const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
+  const vd zero = {};
+  for (auto& r : run) r = zero;
+  for_each_run(
+      pl, [&](std::int32_t u) { return some_lane_below(lanes, u, n_sets); },
+      [&](const LeafPair& p, const Entries& at) {
+        const vb need_b = load_b(lanes.code + static_cast<std::size_t>(p.u) * kLanes) |
+                          load_b(lanes.code + static_cast<std::size_t>(p.v) * kLanes);
+        if (min_lane(need_b) >= n_sets) return;  // dead in every lane
+        const vi need = __builtin_convertvector(need_b, vi);
+        const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
+                     load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
+        std::int32_t n = 0;
+        for (std::int32_t e = 0; e < p.count; ++e) {
+          const std::int32_t j = at.feature[e];
+          if (j >= top) continue;  // in no set: a factor of 1.0
+          D[n] = at.mass_of(lanes, p, e);
+          factor_feature[n++] = j;
+        }
+        for (std::int64_t A0 = 0; A0 < n_sets; A0 += kChains) {
+          vd P[kChains];
+#pragma GCC unroll 8
+          for (int i = 0; i < kChains; ++i) P[i] = one;
+          for (std::int32_t e = 0; e < n; ++e) {
+            const std::int32_t j = factor_feature[e];
+            const vd De = D[e];
+#pragma GCC unroll 8
+            for (int i = 0; i < kChains; ++i) P[i] = (((S[A0 + i] >> j) & 1u) != zero_u) ? P[i] * De : P[i];
+          }
+#pragma GCC unroll 8
+          for (int i = 0; i < kChains; ++i) {
+            const vi alive = (need & ~(A0 + i)) == none_set;
+            run[A0 + i] += alive ? (w * P[i]) * mult : zero;
+          }
+        }
+      },
+      [&] {
+        for (std::int64_t A = 0; A < n_sets; ++A) {
+          add_compensated(sum + A * kLanes, comp + A * kLanes, run[A]);
+          run[A] = zero;
+        }
+      });
+}
+
 }  // namespace
 
-PairPasses passes() { return PairPasses{&eval_set, &eval_curve, &eval_greedy, &eval_curve_row}; }
+PairPasses passes() { return PairPasses{&eval_set, &eval_curve, &eval_greedy, &eval_curve_row, &eval_tail}; }
 
 }  // namespace pgexact::PGEXACT_ISA

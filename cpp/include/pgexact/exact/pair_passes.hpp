@@ -93,6 +93,16 @@ struct CurveSets {
   const std::uint64_t* sets;
 };
 
+// The last steps of a greedy ranking in one pass (pair_kernel.cpp): with r <= 4 candidates left,
+// the sets S + A of every subset A of them, sets[A][lane] (bit c of A: the lane's c-th
+// candidate), 2^r of them; a leaf's code is the subset it needs (the candidates on which x
+// leaves its path) or kNeverAlive, so a pair lives in set A where A holds both its leaves'
+// codes (kNeverAlive has bits above the r low ones: it never fits).
+inline constexpr int kMaxTailCandidates = 4;
+struct TailSets {
+  const std::uint64_t* sets;
+};
+
 // sum/comp: per-lane compensated sums (kLanes values; n_steps * kLanes for the curve);
 // sets: per-lane sets (n_steps * kLanes for the curve); corr: [feature][lane], per feature of
 // the model.
@@ -108,6 +118,11 @@ struct PairPasses {
   // same order as in `curve`, so lane 0 gets the same bits.
   void (*curve_row)(const PairView&, const LaneView&, const CurveSets&, std::int64_t n_steps, double mult,
                     double* sum, double* comp);
+  // PG2 of each of the n_sets (2^r) sets of a greedy ranking's tail (TailSets), into sum/comp
+  // [set][lane]: each set's product and sum are `set`'s operations in `set`'s order, so a set's
+  // value has the bits a set pass gives it.
+  void (*tail)(const PairView&, const LaneView&, const TailSets&, std::int64_t n_sets, double mult, double* sum,
+               double* comp);
 };
 
 // The passes for the CPU this runs on; the environment variable PGEXACT_PASSES=base or v3
