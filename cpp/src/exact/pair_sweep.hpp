@@ -145,8 +145,9 @@ class PairSweep {
 
   // With `live`, tree pairs of which one tree has no live leaf are skipped (their pairs add
   // exactly zero), and where live.restricted only the live pairs are enumerated (not kept).
+  // `weight`: the sweeps of the plan this one counts for (a pass costing several).
   template <typename Body>
-  void run(Body&& body, bool again, const Liveness* live = nullptr) {
+  void run(Body&& body, bool again, const Liveness* live = nullptr, std::int64_t weight = 1) {
     const LiveLeaves filter = live != nullptr ? live->view() : LiveLeaves{nullptr, nullptr};
     // Few live leaves: their pairs alone, unless a kept full list is at hand, or the full list
     // will be read again (a later pass of this call, or a later call) and the budget can keep
@@ -172,7 +173,7 @@ class PairSweep {
             body(t, cache_.get(arena, boxes, t, s, chunk, reused, scratch).view(boxes), s == t ? 1.0 : 2.0);
           }
         }
-        advance(control_, leaves(t) * leaves(s));
+        advance(control_, weight * leaves(t) * leaves(s));
       }
     });
   }
