@@ -119,8 +119,10 @@ struct PairPasses {
   void (*curve_row)(const PairView&, const LaneView&, const CurveSets&, std::int64_t n_steps, double mult,
                     double* sum, double* comp);
   // PG2 of each of the n_sets (2^r) sets of a greedy ranking's tail (TailSets), into sum/comp
-  // [set][lane]: each set's product and sum are `set`'s operations in `set`'s order, so a set's
-  // value has the bits a set pass gives it.
+  // [set][lane]: S's (set 0) product and sum are `set`'s operations in `set`'s order, so its
+  // value has a set pass's bits; set A's product is P(S) times its candidates' masses, the same
+  // factors in another order (within rounding of a set pass's: a greedy curve entry from the
+  // tail agrees with pg2 of that set within 1e-13 relative, not bit for bit).
   void (*tail)(const PairView&, const LaneView&, const TailSets&, std::int64_t n_sets, double mult, double* sum,
                double* comp);
 };
