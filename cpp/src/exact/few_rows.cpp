@@ -153,7 +153,7 @@ void greedy_few_rows(const Arena& a, const Noise& noise, const double* X, std::i
   const std::int64_t tail_weight = 2 * n_candidates;
   const std::int64_t first_tail_step = n_candidates - tail;
   for (std::int64_t step = 0; step < n_candidates; ++step) {
-    if (on_union_walk && step >= first_tail_step) {
+    if (step >= first_tail_step) {
       if (step == first_tail_step) plan(control, n_rows * tail_weight * GreedyTail::planned_units(a, tail, step));
     } else if (on_union_walk) {
       for (std::int64_t i = 0; i < n_rows; ++i) plan(control, expected_units(step, i));
@@ -191,12 +191,8 @@ void greedy_few_rows(const Arena& a, const Noise& noise, const double* X, std::i
     } else if (on_union_walk) {
       greedy_step_variants(a, noise, X, n_rows, chosen.data(), total, masks, variants);
       for (std::int64_t i = 0; i < n_rows && !stopped(control); ++i) {
-        const DistinctSets sets = distinct_sets(a, noise, variants.data() + i * per_row, per_row);
-        const std::int64_t expected = expected_units(step, i);
-        const std::int64_t units = (step + 1) * union_walk_units(a, noise, sets);
-        if (units > expected) plan(control, units - expected);
-        walk_union(a, noise, sets, n_threads, step_tol, values.data() + i * per_row, control, true, step + 1);
-        if (expected > units) advance(control, expected - units);
+        walk_union_within(a, noise, distinct_sets(a, noise, variants.data() + i * per_row, per_row), n_threads,
+                          step_tol, values.data() + i * per_row, control, expected_units(step, i), step + 1);
       }
     } else {
       greedy_step_variants(a, noise, X, n_rows, chosen.data(), total, masks, variants);

@@ -27,8 +27,8 @@ std::int64_t GreedyTail::planned_units(const Arena& a, std::int64_t left, std::i
 }
 
 GreedyTail::GreedyTail(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
-                       const std::uint8_t* chosen, std::int64_t step, std::int64_t left, int n_threads, double tol, RunControl* control,
-                       std::int64_t weight)
+                       const std::uint8_t* chosen, std::int64_t step, std::int64_t left, int n_threads, double tol,
+                       RunControl* control, std::int64_t weight)
     : d_(a.n_features), n_rows_(n_rows), left_(left) {
   const std::int64_t n_subsets = std::int64_t{1} << left;
   remaining_.assign(static_cast<std::size_t>(n_rows * left), 0);
@@ -52,11 +52,8 @@ GreedyTail::GreedyTail(const Arena& a, const Noise& noise, const double* X, std:
       }
       variants[static_cast<std::size_t>(subset - 1)] = Variant{X + i * d_, mask};
     }
-    const DistinctSets sets = distinct_sets(a, noise, variants.data(), n_subsets - 1);
-    const std::int64_t units = weight * union_walk_units(a, noise, sets);
-    if (units > expected) plan(control, units - expected);
-    walk_union(a, noise, sets, n_threads, tol, value_.data() + i * n_subsets + 1, control, true, weight);
-    if (expected > units) advance(control, expected - units);
+    walk_union_within(a, noise, distinct_sets(a, noise, variants.data(), n_subsets - 1), n_threads, tol,
+                      value_.data() + i * n_subsets + 1, control, expected, weight);
   }
 }
 

@@ -29,8 +29,8 @@ std::int64_t greedy_tail_candidates(const Arena& arena);
 
 class GreedyTail {
  public:
-  // Walks, at greedy step `step`, per row i of X, the sets chosen_i + A for every nonempty subset A of the row's
-  // remaining candidates (the features not chosen that the noise moves: `left` of them, the
+  // Walks, at greedy step `step`, per row i of X, the sets chosen_i + A for every nonempty
+  // subset A of the row's remaining candidates (the features not chosen that the noise moves: `left` of them, the
   // same for every row), `weight` units of the control's progress per union-walk unit. The
   // caller planned weight * planned_units(arena, left, step) per row; a row whose walk is shorter
   // (fewer distinct sets) advances the difference.

@@ -167,12 +167,13 @@ void code_greedy(const std::uint64_t* sets, const std::uint64_t* candidates, std
 void code_tail(const std::uint64_t* sets, const std::int32_t* tail, std::int64_t r, std::int64_t rows, Lanes& lanes) {
   code_leaves(0, rows, lanes, [&](std::int64_t i, std::uint64_t out) {
     const std::int32_t* candidates = tail + i * r;
+    const std::uint64_t movable = lanes.perturbable[static_cast<std::size_t>(i)];
     std::uint64_t rest = out & ~sets[i];
     std::int8_t need = 0;
     for (std::int64_t c = 0; c < r; ++c) {
-      const std::uint64_t b = std::uint64_t{1} << candidates[c];
-      if ((rest & b & lanes.perturbable[static_cast<std::size_t>(i)]) != 0) need = static_cast<std::int8_t>(need | (1 << c));
-      rest &= ~(b & lanes.perturbable[static_cast<std::size_t>(i)]);
+      const std::uint64_t b = (std::uint64_t{1} << candidates[c]) & movable;
+      if ((rest & b) != 0) need = static_cast<std::int8_t>(need | (1 << c));
+      rest &= ~b;
     }
     return rest == 0 ? need : kNeverAlive;
   });

@@ -275,4 +275,12 @@ void walk_union(const Arena& a, const Noise& noise, const DistinctSets& sets, in
   sets.copy_values(values.data(), out);
 }
 
+void walk_union_within(const Arena& a, const Noise& noise, const DistinctSets& sets, int n_threads, double tol,
+                       double* out, RunControl* control, std::int64_t expected, std::int64_t weight) {
+  const std::int64_t units = weight * union_walk_units(a, noise, sets);
+  if (units > expected) plan(control, units - expected);
+  walk_union(a, noise, sets, n_threads, tol, out, control, true, weight);
+  if (expected > units) advance(control, expected - units);
+}
+
 }  // namespace pgexact

@@ -40,6 +40,11 @@ namespace pgexact {
 void walk_union(const Arena& arena, const Noise& noise, const DistinctSets& sets, int n_threads, double tol,
                 double* out, RunControl* control, bool planned = false, std::int64_t weight = 1);
 
+// walk_union where the caller planned `expected` units for it (a bound, before the sets were
+// known): plans the excess first, or advances the shortfall after (fewer distinct sets).
+void walk_union_within(const Arena& arena, const Noise& noise, const DistinctSets& sets, int n_threads, double tol,
+                       double* out, RunControl* control, std::int64_t expected, std::int64_t weight);
+
 // Lanes one walk holds at most: their tables (a conditional mean per node) within a fixed
 // budget; more lanes walk in groups, each a walk of the whole model.
 std::int32_t union_walk_lanes(const Arena& arena);

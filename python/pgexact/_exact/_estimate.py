@@ -133,8 +133,8 @@ def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
         seconds, finished = _calibrate_run(call, "rank", None, tol)
         if finished:
             return seconds
-        candidates = max(call.n_features - 1, 1)
         if not call.greedy_on_walks():
+            candidates = max(call.n_features - 1, 1)
             return max(seconds, 0.5 * candidates * _calibrate_once(call, "pg2", None, tol))
         # Few rows rank on the union walks (README "Calls of one or two rows"): the pass
         # to compare with is then a walk of every feature per row, which the walk of a row's
