@@ -141,7 +141,7 @@ def test_estimate_projects_from_the_rate(monkeypatch):
     """The projection: time so far plus the units left at the rate seen between reports."""
     from pgexact._exact import _estimate
 
-    cal = _estimate._Calibration(10)
+    cal = _estimate._Calibration(10, 0.3)
     cal.samples = [(0.1, 0, 1000), (0.2, 10, 1000), (0.4, 30, 1000)]
     # 20 units in 0.2 s: 100 units/s; 970 left -> 9.7 s after 0.4 s
     assert cal.projected() == pytest.approx(0.4 + 9.7)
@@ -183,9 +183,9 @@ def test_projection_counts_set_up_once(monkeypatch):
 
 def test_rank_estimate_is_at_least_half_its_candidates_full_passes(monkeypatch):
     """A short look at the greedy ranking sees its cheap early steps; the estimate is never
-    below half its candidates' worth of passes with every feature perturbed (one pass per row
-    where one or two rows rank on the union walks), unless the ranking finished within the
-    calibration (then its time is the estimate)."""
+    below half its candidates' worth of passes with every feature perturbed (two walks of every
+    feature per row where one or two rows rank on the union walks), unless the ranking finished
+    within the calibration (then its time is the estimate)."""
     from pgexact._exact import _estimate
 
     seen = []
@@ -207,7 +207,7 @@ def test_rank_estimate_is_at_least_half_its_candidates_full_passes(monkeypatch):
 
     finished = {"rank": False, "pg2": False}  # whether a run ends within its calibration
 
-    def fake(call, kind, ranking, tol=None):
+    def fake(call, kind, ranking, tol=None, watch=None):
         seen.append((kind, call.first_row_only))
         return {"rank": 1.0, "pg2": 2.0}[kind], finished[kind]
 
@@ -216,13 +216,13 @@ def test_rank_estimate_is_at_least_half_its_candidates_full_passes(monkeypatch):
     assert _estimate._calibrate(Call(), "pgi2", None) == 0.5 * 8 * 2.0  # no ranking: greedy
     assert _estimate._calibrate(Call(), "pg2", None) == 2.0
     assert seen == [("rank", False), ("pg2", False), ("rank", False), ("pg2", False), ("pg2", False)]
-    # a ranking of one or two rows on the union walks: at least a walk of every feature per row
-    # (the walk of each row's last steps holds one), calibrated on the first row alone (whose
-    # set takes the union walk, with progress within the walk)
+    # a ranking of one or two rows on the union walks: at least two walks of every feature per
+    # row (about what the walk of each row's last steps costs), calibrated on the first row
+    # alone (whose set takes the union walk, with progress within the walk)
     few = Call()
     few.walks = True
     seen.clear()
-    assert _estimate._calibrate(few, "rank", None) == 2 * 2.0
+    assert _estimate._calibrate(few, "rank", None) == 2 * 2.0 * _estimate.TAIL_WALKS
     assert seen == [("rank", False), ("pg2", True)]
     # a ranking that finishes within the calibration is simply timed: no floor
     finished["rank"] = True
@@ -230,6 +230,32 @@ def test_rank_estimate_is_at_least_half_its_candidates_full_passes(monkeypatch):
     assert _estimate._calibrate(Call(), "rank", None) == 1.0
     assert _estimate._calibrate(few, "rank", None) == 1.0
     assert seen == [("rank", False), ("rank", False)]
+
+
+def test_estimate_shares_its_watch_among_its_runs(monkeypatch, reg_model, multi_model, data):
+    """An estimate watches its runs for WATCH_SECONDS in all (so it takes about half a second
+    with the model's preparation): one run gets all of it, the greedy ranking's two runs half
+    each, and no run less than MIN_WATCH_SECONDS (output="all": a run or two per output)."""
+    from pgexact._exact import _estimate
+
+    watched = []
+
+    def fake(call, kind, ranking, tol=None, watch=None):
+        watched.append(watch)
+        return 1.0, False
+
+    monkeypatch.setattr(_estimate, "_calibrate_run", fake)
+    X = _rows(data)
+    pgexact.estimate(reg_model, X, "pgi2", ranking=np.arange(X.shape[1]))
+    pgexact.estimate(reg_model, X, "pg2")
+    assert watched == [_estimate.WATCH_SECONDS] * 2
+    watched.clear()
+    pgexact.estimate(reg_model, X, "rank")
+    assert len(watched) == 2 and all(w == _estimate.WATCH_SECONDS / 2 for w in watched)
+    watched.clear()
+    pgexact.estimate(multi_model, X, "rank", output="all")
+    assert len(watched) >= 4 and all(w == _estimate.MIN_WATCH_SECONDS for w in watched)
+    assert _estimate.WATCH_SECONDS / 2 >= _estimate.MIN_WATCH_SECONDS
 
 
 def test_greedy_on_walks_follows_the_rows(reg_model, data):

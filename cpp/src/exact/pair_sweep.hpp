@@ -141,6 +141,10 @@ class PairSweep {
     plan(control_, sweeps * ((sum * sum + squares) / 2));
   }
   std::int64_t leaves(std::int64_t t) const { return boxes.tree_first[t + 1] - boxes.tree_first[t]; }
+  // Leaves of chunk c of tree t (the last chunk may be short); the chunks' sum is leaves(t).
+  std::int64_t chunk_leaves(std::int64_t t, std::int32_t c) const {
+    return std::min<std::int64_t>(kChunkLeaves, leaves(t) - static_cast<std::int64_t>(c) * kChunkLeaves);
+  }
   bool stopped() const { return pgexact::stopped(control_); }
 
   // With `live`, tree pairs of which one tree has no live leaf are skipped (their pairs add
@@ -159,7 +163,11 @@ class PairSweep {
       for (std::int64_t s = t; s < arena.n_trees(); ++s) {
         if (stopped()) return;  // the caller discards a stopped call's sums
         const bool skip = live != nullptr && (live->tree_live[t] == 0 || live->tree_live[s] == 0);
-        for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t) && !skip; ++chunk) {
+        if (skip) {
+          advance(control_, weight * leaves(t) * leaves(s));
+          continue;
+        }
+        for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
           const PairList* kept = restricted && !sparse ? cache_.find(t, s, chunk) : nullptr;
           if (restricted && kept == nullptr && (sparse || !(reused && cache_.has_room()))) {
             const std::int32_t begin = boxes.tree_first[t] + chunk * kChunkLeaves;
@@ -172,8 +180,10 @@ class PairSweep {
           } else {
             body(t, cache_.get(arena, boxes, t, s, chunk, reused, scratch).view(boxes), s == t ? 1.0 : 2.0);
           }
+          // Per chunk, not per tree pair: a pair of deep trees is up to 10^8 units, and a
+          // calibration (pgexact.estimate) watching a few tenths of a second needs to see it move.
+          advance(control_, weight * chunk_leaves(t, chunk) * leaves(s));
         }
-        advance(control_, weight * leaves(t) * leaves(s));
       }
     });
   }

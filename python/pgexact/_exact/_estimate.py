@@ -2,8 +2,8 @@
 
 The kernels count their work in units fixed by the model's structure before they start (rows,
 or tree pairs of each pass over a block of rows: :file:`cpp/include/pgexact/exact/run_control.hpp`),
-and report how many are done every 100 ms. A short calibration starts the very call on the
-very rows, watches the rate at which units get done for a fraction of a second, and stops it
+and report how many are done every 25 ms. A short calibration starts the very call on the
+very rows, watches the rate at which units get done for a tenth of a second or two, and stops it
 (the same way Ctrl-C does); the estimate is the time spent so far plus the units left at that
 rate. Nothing is hard-coded about the speed of the kernels or of the machine, so the estimate
 follows both. A call that finishes within the calibration is simply timed.
@@ -25,11 +25,19 @@ from .._typing import ArrayLike, ModelLike, NoiseLike, OutputLike, SigmaLike
 
 __all__ = ["estimate"]
 
-#: how long the calibration watches the call, in seconds (it stops at the first report after)
-CALIBRATION_SECONDS = 0.4
+#: how long the calibrations of one estimate watch their runs in all, in seconds, shared among
+#: the runs (the greedy ranking runs two per output); each stops at the first report after its
+#: share, and the model's preparation comes on top: an estimate takes about half a second
+WATCH_SECONDS = 0.3
+#: but each run is watched at least this long (a rate needs a few of the 25 ms reports)
+MIN_WATCH_SECONDS = 0.1
 #: the calibration gives up waiting for a rate after this long and extrapolates what it has
 CALIBRATION_LIMIT = 5.0
 KINDS = ("pg2", "pgi2", "rank")
+#: a greedy ranking on the union walks costs at least its tail walk, about this many walks of
+#: every feature (measured 1.8-6.3 for a whole one-row ranking, d = 8 and 11; the floor a short
+#: look at the cheap first steps needs on deep forests: 0.4 of the time on one alone)
+TAIL_WALKS = 2.0
 
 
 class _Enough(Exception):
@@ -39,8 +47,9 @@ class _Enough(Exception):
 class _Calibration(Progress):
     """Records ``(seconds, done, total)`` reports and stops the run once it has a rate."""
 
-    def __init__(self, rows: int) -> None:
+    def __init__(self, rows: int, seconds: float) -> None:
         super().__init__(False, rows, "estimate")
+        self.seconds = seconds
         self.start = time.perf_counter()
         self.samples: List[Tuple[float, int, int]] = []
 
@@ -50,7 +59,7 @@ class _Calibration(Progress):
             return
         self.samples.append((now, done, total))
         moving = [s for s in self.samples if s[1] > 0]
-        if (now >= CALIBRATION_SECONDS and len(moving) >= 2 and moving[-1][1] > moving[0][1]) \
+        if (now >= self.seconds and len(moving) >= 2 and moving[-1][1] > moving[0][1]) \
                 or now >= CALIBRATION_LIMIT:
             raise _Enough
 
@@ -73,12 +82,13 @@ def estimate(model: ModelLike, X: ArrayLike, kind: str = "pgi2", *,
 
     The kernels know how much work a call is before they start (rows, or tree pairs per pass
     over a block of rows, from the model's structure). The calibration starts the call on
-    these rows, measures the rate at which that work gets done for about half a second, and
-    stops it; the result is the time so far plus the work left at that rate. So it follows
-    this machine, its load and the thread count, and costs at most about half a second (a few
-    seconds when a single unit of work is slower than that). The greedy ranking is calibrated
-    twice, by itself and as a pass with every feature perturbed (its early steps are cheaper
-    than its late ones): about a second.
+    these rows, measures the rate at which that work gets done for a few tenths of a second,
+    and stops it; the result is the time so far plus the work left at that rate. So it follows
+    this machine, its load and the thread count, and costs about half a second with the
+    model's preparation (a few seconds when a single unit of work is slower than that, and a
+    tenth of a second more per output with ``output="all"``). The greedy ranking is calibrated
+    twice within that time, by itself and as a pass with every feature perturbed (its early
+    steps are cheaper than its late ones).
 
     Parameters
     ----------
@@ -111,11 +121,13 @@ def estimate(model: ModelLike, X: ArrayLike, kind: str = "pgi2", *,
     tol_ = as_tol(tol)
     calls = prepare_calls(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
     rankings = per_output(ranking, len(calls), output, "ranking", "ranking")
-    return float(sum(_calibrate(call, kind, r, tol_) for call, r in zip(calls, rankings)))
+    runs = len(calls) * (2 if kind == "rank" or (kind == "pgi2" and ranking is None) else 1)
+    watch = max(WATCH_SECONDS / runs, MIN_WATCH_SECONDS)
+    return float(sum(_calibrate(call, kind, r, tol_, watch) for call, r in zip(calls, rankings)))
 
 
 def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
-               tol: float = DEFAULT_TOL) -> float:
+               tol: float = DEFAULT_TOL, watch: float = WATCH_SECONDS) -> float:
     """Seconds of one output's kernel run, from a short calibration of it.
 
     The greedy ranking's early steps are much cheaper than its late ones (few leaves are live
@@ -125,41 +137,38 @@ def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
     estimate is the larger of the two projections (on the models where the short look was not
     fooled, it is the larger already: 2.7× over on XGBoost 100 × depth 6 at 8 rows). One or two
     rows rank on a union walk per step, whose units weigh a step's tree pairs by the size of its
-    sets (the walk of the last four steps by twice the candidates), and compare with a walk of
-    every feature per row, which each row's last walk contains (the ranking of a row costs
-    1.7-4.2 of them, d = 8). A ranking that finishes within the calibration is simply timed.
+    sets (the walk of the last four steps by twice the candidates), and compare with two walks of
+    every feature per row, about what each row's last walk costs (the ranking of a row costs
+    1.8-6.3 of them, d = 8 and 11). A ranking that finishes within the calibration is simply
+    timed.
     """
     if kind == "rank" or (kind == "pgi2" and ranking is None):  # the greedy ranking
-        seconds, finished = _calibrate_run(call, "rank", None, tol)
+        seconds, finished = _calibrate_run(call, "rank", None, tol, watch)
         if finished:
             return seconds
         if not call.greedy_on_walks():
             candidates = max(call.n_features - 1, 1)
-            return max(seconds, 0.5 * candidates * _calibrate_once(call, "pg2", None, tol))
+            return max(seconds, 0.5 * candidates * _calibrate_run(call, "pg2", None, tol, watch)[0])
         # Few rows rank on the union walks (README "Calls of one or two rows"): the pass
         # to compare with is then a walk of every feature per row, which the walk of a row's
-        # last steps contains (greedy_tail.hpp). It is calibrated on the first row alone, whose
+        # last steps contains and costs about twice (greedy_tail.hpp; with fewer than four
+        # features the tail is shorter, and once). It is calibrated on the first row alone, whose
         # set takes the union walk: the same single-lane recursion, with progress per chunk of
         # tree pairs (the walk of a block of rows reports once, at its end, so on a default
         # random forest the calibration gave up before the first report and projected 1/50 of
         # the time).
-        walk = _calibrate_once(call.rows(0, 1), "pg2", None, tol)
-        return max(seconds, call.n_rows * walk)
-    return _calibrate_once(call, kind, ranking, tol)
-
-
-def _calibrate_once(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
-                    tol: float = DEFAULT_TOL) -> float:
-    """Seconds of one kernel run, from a short calibration of it."""
-    return _calibrate_run(call, kind, ranking, tol)[0]
+        walk = _calibrate_run(call.rows(0, 1), "pg2", None, tol, watch)[0]
+        return max(seconds, call.n_rows * walk * (TAIL_WALKS if call.n_features >= 4 else 1.0))
+    return _calibrate_run(call, kind, ranking, tol, watch)[0]
 
 
 def _calibrate_run(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
-                   tol: float = DEFAULT_TOL) -> Tuple[float, bool]:
-    """Seconds of one kernel run, and whether it finished within the calibration (then timed)."""
+                   tol: float = DEFAULT_TOL, watch: float = WATCH_SECONDS) -> Tuple[float, bool]:
+    """Seconds of one kernel run, and whether it finished within the calibration (then timed):
+    the run is watched for ``watch`` seconds, then stopped."""
     if call.n_rows == 0:
         return 0.0, True
-    calibration = _Calibration(call.n_rows)
+    calibration = _Calibration(call.n_rows, watch)
     call.progress = calibration
     rk = call.ranking(ranking) if ranking is not None else None
     try:

@@ -1,6 +1,6 @@
 """Progress bars and the slow-call warning of the long-running functions.
 
-One :class:`Progress` watches one public call. The kernels call it every 100 ms with the work
+One :class:`Progress` watches one public call. The kernels call it every 25 ms with the work
 done so far (:mod:`pgexact._core` runs them on a worker thread and checks for Ctrl-C between
 calls); Python loops (Monte Carlo, OpenXAI) call :meth:`Progress.advance` per chunk. A call may
 run several stages (several kernels, or a Python loop and then kernels): each is one
@@ -35,6 +35,8 @@ WARN_SECONDS = 60.0
 BAR_SECONDS = 2.0
 #: and only after the call has run this long (so that the projection means something)
 SETTLE_SECONDS = 0.5
+#: the bar redraws at most this often (the kernels report every 25 ms, for estimate's sake)
+REDRAW_SECONDS = 0.1
 
 
 class PerformanceWarning(UserWarning):
@@ -77,6 +79,7 @@ class Progress:
         self._start = time.perf_counter()
         self._first_work: Optional[Tuple[float, float]] = None  # (seconds, fraction) at first progress
         self._bar: Any = None
+        self._drawn = 0.0  # perf_counter of the bar's last redraw
         self._warned = not warn
         if self.mode:
             self._open()
@@ -139,7 +142,10 @@ class Progress:
                     self._open()
         if self._bar is not None:
             self._bar.n = self._rows_done()
-            self._bar.refresh()
+            now = time.perf_counter()
+            if now - self._drawn >= REDRAW_SECONDS or self._fraction >= 1.0:  # a stage's end shows
+                self._drawn = now
+                self._bar.refresh()
 
     # -- the bar ---------------------------------------------------------------------------------
     def _open(self) -> None:
