@@ -222,14 +222,17 @@ class Runner:
         R_all = np.ascontiguousarray(Xte[rng.choice(Xte.shape[0], n_max, replace=False)])
         rk_all = pgexact.metrics.shap_ranking(model, R_all)
         # One row first, with pgexact.estimate: it decides how many rows a call can afford.
+        t = time.perf_counter()
         est1 = pgexact.estimate(model, R_all[:1], "pgi2", ranking=rk_all[:1], sigma=SIGMA, n_jobs=1)
-        log(f"[{key}] estimate for 1 row: {fmt(est1)}")
+        t_est1 = time.perf_counter() - t
+        log(f"[{key}] estimate for 1 row: {fmt(est1)} (took {fmt(t_est1)})")
         out = []
         for k in args.rows:
-            out.append(self.bench_rows(key, label, dataset, model, ens, R_all, rk_all, k, est1, t_load))
+            out.append(self.bench_rows(key, label, dataset, model, ens, R_all, rk_all, k, est1, t_load,
+                                       t_est1))
         return out
 
-    def bench_rows(self, key, label, dataset, model, ens, R_all, rk_all, k, est1, t_load):
+    def bench_rows(self, key, label, dataset, model, ens, R_all, rk_all, k, est1, t_load, t_est1):
         args, log = self.args, self.log
         budget = args.max_seconds
         row: Dict[str, Any] = dict(key=key, label=label, dataset=dataset, trees=ens.n_trees,
@@ -239,10 +242,13 @@ class Runner:
         estimated = est1 > budget
         n = k
         est = est1
+        t_est = t_est1  # how long the estimate of the call run took
         if not estimated and k > 1:
             while True:
+                t = time.perf_counter()
                 est = pgexact.estimate(model, R_all[:n], "pgi2", ranking=rk_all[:n], sigma=SIGMA,
                                        n_jobs=1)
+                t_est = time.perf_counter() - t
                 if est <= budget or n == 1:
                     break
                 n = max(1, n // 2)
@@ -277,6 +283,8 @@ class Runner:
             set_pruning(launch_state)
             main = launch_state if launch_state in t_ex else (variants[-1])
             row["exact"] = statistics.median(t_ex[main]) / n
+            row["est_ratio"] = est / (row["exact"] * n)
+            row["est_seconds"] = [t_est]
             if both_ways:
                 row["exact_off"] = statistics.median(t_ex["0"]) / n
                 row["exact_on"] = statistics.median(t_ex["1"]) / n
@@ -319,7 +327,9 @@ class Runner:
 
         # Greedy rank on the same rows, against the exact PGI² of the given ranking.
         if not args.no_rank:
+            t = time.perf_counter()
             est_rank = pgexact.estimate(model, R, "rank", sigma=SIGMA, n_jobs=1)
+            row.setdefault("est_seconds", []).append(time.perf_counter() - t)
             if est_rank <= budget and not estimated:
                 t_r, t_e = [], []
                 r3 = reps if est_rank * reps <= budget else 1
@@ -329,6 +339,7 @@ class Runner:
                     t_e.append(timed(exact) if r3 > 1 else row["exact"] * n)
                 row["rank_ratio"] = statistics.median(t_r) / statistics.median(t_e)
                 row["rank_estimated"] = False
+                row["est_rank_ratio"] = est_rank / statistics.median(t_r)
             else:
                 row["rank_ratio"] = est_rank / row["estimate"]  # both projected alike
                 row["rank_estimated"] = True
@@ -343,17 +354,22 @@ class Runner:
 
 def table_lines(rows: List[Dict[str, Any]]) -> List[str]:
     lines = ["| model | data | trees / leaves (depth) | rows / call | exact PGI² / row | MC-100 / row "
-             "| exact / MC-100 | N for 1 % (row range) | MC-N / row | exact / MC-N | rank / PGI² | notes |",
-             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
+             "| exact / MC-100 | N for 1 % (row range) | MC-N / row | exact / MC-N | rank / PGI² "
+             "| estimate / time: PGI², rank (estimate took) | notes |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
     for r in rows:
         star = " (estimated)" if r["estimated"] else ""
         rows_cell = f"{r['rows']}" if r["rows"] == r["rows_asked"] else f"{r['rows']} (of {r['rows_asked']})"
         n_cell = "-" if r.get("N") is None else f"{r['N']:,} ({r['N_lo']:,}–{r['N_hi']:,})"
         rank = "-" if "rank_ratio" not in r else f"{r['rank_ratio']:.2f}" + (" (est.)" if r["rank_estimated"] else "")
+        est_cell = ("-" if "est_ratio" not in r else f"{r['est_ratio']:.2f}") + ", " + \
+            ("-" if "est_rank_ratio" not in r else f"{r['est_rank_ratio']:.2f}") + \
+            ("" if not r.get("est_seconds") else f" ({fmt(max(r['est_seconds']))})")
         lines.append(
             f"| {r['label']} | {r['dataset']} | {r['trees']} / {r['leaves']:,} ({r['depth']}) | {rows_cell} | "
             f"{fmt(r['exact'])}{star} | {fmt(r['mc100'])} | {ratio(r['exact'], r['mc100'])}{star} | {n_cell} | "
-            f"{fmt(r.get('mcN'))} | {ratio(r['exact'], r.get('mcN'))}{star} | {rank} | {'; '.join(r['notes'])} |")
+            f"{fmt(r.get('mcN'))} | {ratio(r['exact'], r.get('mcN'))}{star} | {rank} | {est_cell} | "
+            f"{'; '.join(r['notes'])} |")
     return lines
 
 
@@ -424,7 +440,10 @@ def markdown(rows, args, info, started, complete: bool) -> str:
         "brackets); MC-N is then run with that N and timed, not extrapolated (fewer rows where the "
         "notes say so: MC time per row depends little on the batch beyond the parse). \"rank / PGI²\": greedy "
         "`pgexact.rank` on the same rows over the exact PGI² of the SHAP ranking (\"est.\": the ratio of "
-        "the two calls' `pgexact.estimate`, neither run). Rows per call reduced where `pgexact.estimate` "
+        "the two calls' `pgexact.estimate`, neither run). \"estimate / time\": `pgexact.estimate` of the "
+        "PGI² call and of the ranking over their measured times (the estimates made before the calls, "
+        "on a model that earlier calls of this run may have left in the pair cache), and in brackets "
+        "the longer of the two estimates' own wall-clock times. Rows per call reduced where `pgexact.estimate` "
         f"projected the call past {args.max_seconds:.0f} s; \"estimated\": even one row was projected "
         "past it, so nothing exact was run: the time is `pgexact.estimate`'s for the whole call of that "
         "many rows, divided by the rows. Data: `california_housing.csv` (rows with "

@@ -34,6 +34,13 @@ MIN_WATCH_SECONDS = 0.1
 #: the calibration gives up waiting for a rate after this long and extrapolates what it has
 CALIBRATION_LIMIT = 5.0
 KINDS = ("pg2", "pgi2", "rank")
+#: a greedy ranking on the leaf pairs costs this many passes with every feature perturbed per
+#: candidate: measured 0.47-0.66 (64 rows of XGBoost and CatBoost(200) on housing: the first
+#: step sweeps, the last four are one pass of about two), and the calibration of a pass starts
+#: on the lists an earlier call left in the pair cache (pair_cache.py), which are quicker to
+#: read than to enumerate: it sees 0.6-0.8 of the pass's rate (0.35 of the ranking's time
+#: projected with 0.5 on a model used before)
+PASSES_PER_CANDIDATE = 0.75
 #: a greedy ranking on the union walks costs at least its tail walk, about this many walks of
 #: every feature (measured 1.8-6.3 for a whole one-row ranking, d = 8 and 11; the floor a short
 #: look at the cheap first steps needs on deep forests: 0.4 of the time on one alone)
@@ -133,9 +140,9 @@ def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
     The greedy ranking's early steps are much cheaper than its late ones (few leaves are live
     while the set is small), so a short look at its first steps underestimates it, by up to
     100× on deep forests. Its late steps cost about a pass over every pair with every feature
-    perturbed, and the ranking costs at least half its candidates' worth of those, so the
-    estimate is the larger of the two projections (on the models where the short look was not
-    fooled, it is the larger already: 2.7× over on XGBoost 100 × depth 6 at 8 rows). One or two
+    perturbed, and the ranking costs about PASSES_PER_CANDIDATE of its candidates' worth of
+    those, so the estimate is the larger of the two projections (on the models where the short
+    look was not fooled, it is the larger already). One or two
     rows rank on a union walk per step, whose units weigh a step's tree pairs by the size of its
     sets (the walk of the last four steps by twice the candidates), and compare with two walks of
     every feature per row, about what each row's last walk costs (the ranking of a row costs
@@ -148,7 +155,8 @@ def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
             return seconds
         if not call.greedy_on_walks():
             candidates = max(call.n_features - 1, 1)
-            return max(seconds, 0.5 * candidates * _calibrate_run(call, "pg2", None, tol, watch)[0])
+            return max(seconds, PASSES_PER_CANDIDATE * candidates *
+                       _calibrate_run(call, "pg2", None, tol, watch)[0])
         # Few rows rank on the union walks (README "Calls of one or two rows"): the pass
         # to compare with is then a walk of every feature per row, which the walk of a row's
         # last steps contains and costs about twice (greedy_tail.hpp; with fewer than four
