@@ -11,17 +11,22 @@
 namespace pgexact {
 namespace pairs {
 
-// 384 MiB, not 96: where a model's pair lists are too large to keep (a depth-10 forest's are
-// about 10 GB), every block enumerates them again, and enumeration was 42 % of 64 rows of
-// RandomForest(max_depth=10) on housing in blocks of 16 rows (6 MB a row); one block of 64
-// rows is 1.47x faster (56 -> 38 s), adding 483 MiB to the process instead of 281. Models
-// whose lists are kept do not change speed (1.00x on XGBoost and CatBoost at 64 rows).
-constexpr std::int64_t kBlockBytes = std::int64_t{384} << 20;
+// A block's per-row tables take up to 96 MiB, or up to 384 MiB where that reaches 64 rows:
+// where a model's pair lists are too large to keep (a depth-10 forest's are about 10 GB), every
+// block enumerates them again, and enumeration was 42 % of 64 rows of RandomForest(max_depth=10)
+// on housing in blocks of 16 rows (6 MB a row); one block of 64 rows is 1.47x faster (56 -> 38
+// s, adding 483 MiB to the process instead of 281). Models of smaller tables hold hundreds of
+// rows in 96 MiB, and larger blocks only cost memory and locality there (1,500 rows of
+// LightGBM in blocks of 384 MiB: 0.96x).
+constexpr std::int64_t kBlockBytes = std::int64_t{96} << 20;
+constexpr std::int64_t kLargeBlockBytes = std::int64_t{384} << 20;
+constexpr std::int64_t kLargeBlockRows = 64;
 
 std::int64_t block_rows(const Arena& a, const LeafBoxes& boxes, std::int64_t sums_per_row) {
   const std::int64_t per_row = 16 * static_cast<std::int64_t>(a.bounds.size()) + 17 * boxes.n_leaves() +
                                8 * boxes.n_slots + 8 * sums_per_row * a.n_trees();
-  std::int64_t rows = kBlockBytes / std::max<std::int64_t>(per_row, 1);
+  const std::int64_t bytes = std::max<std::int64_t>(per_row, 1);
+  std::int64_t rows = std::max(kBlockBytes / bytes, std::min(kLargeBlockRows, kLargeBlockBytes / bytes));
   rows = std::max<std::int64_t>(8, std::min<std::int64_t>(rows, 4096));
   return rows / kLanes * kLanes;
 }
