@@ -32,6 +32,8 @@ void register_pair_store(py::module_& m) {
       },
       "What the pair store holds: max_bytes, bytes, models, hits, misses.");
   m.def("clear_pair_store", &clear_pair_store, "Drops every kept pair list and resets the counters.");
+  m.def("pause_pair_store", &pause_pair_store, py::arg("pause"),
+        "pause=True: calls neither read nor add to the store until the matching pause=False (a count).");
   m.attr("DEFAULT_PAIR_STORE_BYTES") = kDefaultPairStoreBytes;
 }
 

@@ -59,6 +59,26 @@ def _same_bits(got, want):
         np.testing.assert_array_equal(g, w)
 
 
+def test_estimate_neither_reads_nor_changes_the_cache(model, monkeypatch):
+    """pgexact.estimate times a call as on a model seen for the first time: its calibration runs
+    with the cache paused (a cache holding part of a model's lists made the first tenths of a
+    second faster than the rest), and leaves the cache as it found it; calls after it find
+    their lists again."""
+    m, X = model
+    rows = X[:24]
+    ranking = np.tile(np.arange(X.shape[1]), (len(rows), 1))
+    pgexact.pgi2(m, rows, ranking, n_jobs=1, progress=False)  # stores the model's lists
+    held = pgexact.pair_cache_info()
+    assert held["models"] == 1 and held["bytes"] > 0
+    from pgexact._exact import _estimate
+    monkeypatch.setattr(_estimate, "WATCH_SECONDS", 0.0)  # stop at the first reports
+    for kind in ("pg2", "pgi2", "rank"):
+        pgexact.estimate(m, rows, kind, n_jobs=1)
+        assert pgexact.pair_cache_info() == held  # not read (no hit counted), nothing added
+    pgexact.pgi2(m, rows, ranking, n_jobs=1, progress=False)
+    assert pgexact.pair_cache_info()["hits"] == held["hits"] + 1  # no longer paused
+
+
 def test_hits_give_the_bits_of_the_cache_off(model):
     booster, X = model
     rows = X[:13]

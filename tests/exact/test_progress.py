@@ -147,6 +147,36 @@ def test_estimate_projects_from_the_rate(monkeypatch):
     assert cal.projected() == pytest.approx(0.4 + 9.7)
 
 
+def test_estimate_rate_starts_after_the_first_work_and_waits_for_enough(monkeypatch):
+    """The rate is measured from the report after the first report of work (whose units carry
+    the run's set-up), and the calibration stops only once that rate spans MIN_RATE_SECONDS and
+    MIN_UNITS_SEEN units (or 1 % of them): a deep forest's unit is a pair of trees."""
+    from pgexact._exact import _estimate
+
+    cal = _estimate._Calibration(1, 0.15)
+    cal.samples = [(0.1, 0, 100), (0.5, 1, 100), (0.6, 2, 100), (0.7, 6, 100)]
+    # from (0.6, 2): 4 units in 0.1 s, 94 left (from (0.5, 1) it would be 25 units/s: 4.46 s)
+    assert cal.projected() == pytest.approx(0.7 + 94 / 40)
+
+    clock = {"now": 0.0}
+    monkeypatch.setattr(_estimate.time, "perf_counter", lambda: clock["now"])
+    cal = _estimate._Calibration(1, 0.15)
+    for now, done in ((0.2, 1), (0.3, 2), (0.35, 5), (0.45, 9)):  # coarse units, 1,000 in all
+        clock["now"] = now
+        cal.update(done, 1000)  # not yet: 7 units seen since (0.3, 2)
+    clock["now"] = 0.5
+    with pytest.raises(_estimate._Enough):
+        cal.update(10, 1000)  # 8 units over 0.2 s
+    clock["now"] = 0.0
+    cal = _estimate._Calibration(1, 0.15)
+    for now, done in ((0.2, 10**6), (0.225, 2 * 10**6), (0.25, 3 * 10**6)):  # fine units
+        clock["now"] = now
+        cal.update(done, 10**9)  # not yet: the rate spans 0.025 s
+    clock["now"] = 0.33
+    with pytest.raises(_estimate._Enough):
+        cal.update(5 * 10**6, 10**9)
+
+
 def test_bar_counts_rows_in_hundredths(monkeypatch):
     """The bar counts rows' worth of work, rounded down: within a one-row call it moves in
     hundredths (a whole count read 1/1 from halfway on) and reads every row only at the end."""
@@ -183,7 +213,7 @@ def test_projection_counts_set_up_once(monkeypatch):
 
 def test_rank_estimate_has_a_floor_of_full_passes(monkeypatch):
     """A short look at the greedy ranking sees its cheap early steps; the estimate is never
-    below PASSES_PER_CANDIDATE (0.75) of its candidates' worth of passes with every feature
+    below PASSES_PER_CANDIDATE (0.5) of its candidates' worth of passes with every feature
     perturbed (two walks of every feature per row where one or two rows rank on the union
     walks), unless the ranking finished within the calibration (then its time is the estimate)."""
     from pgexact._exact import _estimate
@@ -212,9 +242,9 @@ def test_rank_estimate_has_a_floor_of_full_passes(monkeypatch):
         return {"rank": 1.0, "pg2": 2.0}[kind], finished[kind]
 
     monkeypatch.setattr(_estimate, "_calibrate_run", fake)
-    assert _estimate.PASSES_PER_CANDIDATE == 0.75
-    assert _estimate._calibrate(Call(), "rank", None) == 0.75 * 8 * 2.0
-    assert _estimate._calibrate(Call(), "pgi2", None) == 0.75 * 8 * 2.0  # no ranking: greedy
+    assert _estimate.PASSES_PER_CANDIDATE == 0.5
+    assert _estimate._calibrate(Call(), "rank", None) == 0.5 * 8 * 2.0
+    assert _estimate._calibrate(Call(), "pgi2", None) == 0.5 * 8 * 2.0  # no ranking: greedy
     assert _estimate._calibrate(Call(), "pg2", None) == 2.0
     assert seen == [("rank", False), ("pg2", False), ("rank", False), ("pg2", False), ("pg2", False)]
     # a ranking of one or two rows on the union walks: at least two walks of every feature per

@@ -27,6 +27,7 @@ struct Store {
   // call keep lists it need not have kept).
   std::list<std::uint64_t> seen;
   std::int64_t budget = kDefaultPairStoreBytes;
+  std::int64_t paused = 0;  // pause_pair_store's count
   std::int64_t held = 0;
   std::int64_t hits = 0, misses = 0;
 
@@ -71,6 +72,9 @@ StoreView open_store(const Arena& arena, const LeafBoxes& boxes) {
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     view.budget = s.budget;
+    // Paused: no key, so nothing is read or published; the budget still sizes the call's own
+    // kept lists (PairCache).
+    if (s.paused > 0) return view;
   }
   // Lists of a call that perturbs some feature by category hold that call's cells.
   if (boxes.set_features != 0 || view.budget == 0) return view;
@@ -139,6 +143,12 @@ PairStoreInfo pair_store_info() {
   pairs::Store& s = pairs::store();
   std::lock_guard<std::mutex> lock(s.mutex);
   return PairStoreInfo{s.budget, s.held, static_cast<std::int64_t>(s.models.size()), s.hits, s.misses};
+}
+
+void pause_pair_store(bool pause) {
+  pairs::Store& s = pairs::store();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.paused = std::max<std::int64_t>(s.paused + (pause ? 1 : -1), 0);
 }
 
 void clear_pair_store() {

@@ -16,7 +16,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from ._kernels import PreparedCall
+from ._kernels import PreparedCall, pair_store_paused
 from ._per_output import per_output
 from ._prepare import prepare_calls
 from ._progress import Progress
@@ -31,6 +31,14 @@ __all__ = ["estimate"]
 WATCH_SECONDS = 0.3
 #: but each run is watched at least this long (a rate needs a few of the 25 ms reports)
 MIN_WATCH_SECONDS = 0.1
+#: and until it has seen this many units of work done after the first (or 1 % of them): a
+#: rate from one or two units was a coin toss on deep forests, where a unit is a pair of trees
+#: of 10,000 leaves each (0.05-0.25 s: a row of RandomForestRegressor() projected anywhere from
+#: 250 to 2,500 s)
+MIN_UNITS_SEEN = 8
+#: and over at least this long (a set-up of a few tenths of a second, 64 rows of a forest's
+#: tables, can use up the watch before the first unit: one 25 ms interval was 0.7-1.3x the rate)
+MIN_RATE_SECONDS = 0.1
 #: the calibration gives up waiting for a rate after this long and extrapolates what it has
 CALIBRATION_LIMIT = 5.0
 KINDS = ("pg2", "pgi2", "rank")
@@ -40,7 +48,7 @@ KINDS = ("pg2", "pgi2", "rank")
 #: on the lists an earlier call left in the pair cache (pair_cache.py), which are quicker to
 #: read than to enumerate: it sees 0.6-0.8 of the pass's rate (0.35 of the ranking's time
 #: projected with 0.5 on a model used before)
-PASSES_PER_CANDIDATE = 0.75
+PASSES_PER_CANDIDATE = 0.5
 #: a greedy ranking on the union walks costs at least its tail walk, about this many walks of
 #: every feature (measured 1.8-6.3 for a whole one-row ranking, d = 8 and 11; the floor a short
 #: look at the cheap first steps needs on deep forests: 0.4 of the time on one alone)
@@ -65,19 +73,30 @@ class _Calibration(Progress):
         if done >= total > 0:  # the final report of a finished run
             return
         self.samples.append((now, done, total))
-        moving = [s for s in self.samples if s[1] > 0]
-        if (now >= self.seconds and len(moving) >= 2 and moving[-1][1] > moving[0][1]) \
-                or now >= CALIBRATION_LIMIT:
+        start = self._rate_start()
+        seen = done - start[1] if start is not None else 0
+        spanned = now - start[0] if start is not None else 0.0
+        if (now >= self.seconds and spanned >= MIN_RATE_SECONDS
+                and seen >= min(MIN_UNITS_SEEN, max(total // 100, 1))) or now >= CALIBRATION_LIMIT:
             raise _Enough
+
+    def _rate_start(self) -> Optional[Tuple[float, int, int]]:
+        """The report the rate is measured from: the first after work was first reported done.
+        The units of that first report carry the run's set-up (tables, the walk's first pass),
+        which on a deep forest made the first pair of trees take as long as the next three."""
+        moving = [s for s in self.samples if s[1] > 0]
+        return next((s for s in moving if s[1] > moving[0][1]), None) if moving else None
 
     def projected(self) -> float:
         """Seconds of the whole run: elapsed, plus the units left at the rate seen."""
         now, done, total = self.samples[-1]
         moving = [s for s in self.samples if s[1] > 0]
-        if len(moving) >= 2 and moving[-1][1] > moving[0][1]:
-            (t0, d0, _), (t1, d1, _) = moving[0], moving[-1]
-            rate = (d1 - d0) / (t1 - t0)
-            return t1 + (total - d1) / rate
+        start = self._rate_start()
+        if start is None or done <= start[1]:  # too few reports: from the first report of work
+            start = moving[0] if moving else None
+        if start is not None and done > start[1]:
+            t0, d0, _ = start
+            return now + (total - done) * (now - t0) / (done - d0)
         return now * total / max(done, 1) if done > 0 else now * total
 
 
@@ -180,12 +199,21 @@ def _calibrate_run(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
     call.progress = calibration
     rk = call.ranking(ranking) if ranking is not None else None
     try:
+        _run(call, kind, rk, tol)
+    except _Enough:
+        return float(calibration.projected()), False
+    return float(time.perf_counter() - calibration.start), True
+
+
+def _run(call: PreparedCall, kind: str, rk: Optional[np.ndarray], tol: float) -> None:
+    """The calibrated call, run without the pair cache (pair_store.hpp): a cache holding part
+    of the model's lists (those of its first trees, read first) made the first tenths of a
+    second run up to 1.7x faster than the rest of the call, and an estimate must not change
+    what the cache holds."""
+    with pair_store_paused():
         if kind == "pg2":
             call.pg2(np.ones(call.n_features, dtype=np.uint8), tol=tol)
         elif kind == "pgi2" and rk is not None:
             call.pg2_curve(rk, tol=tol)
         else:
             call.greedy_rank(tol=tol)
-    except _Enough:
-        return float(calibration.projected()), False
-    return float(time.perf_counter() - calibration.start), True

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..ensemble import TreeEnsemble
 
 __all__ = ["Kernel", "Perturbation", "PreparedCall", "bind", "block_of_call", "clear_pair_store",
-           "pair_store_info", "set_pair_store_budget"]
+           "pair_store_info", "pair_store_paused", "set_pair_store_budget"]
 
 #: which exact kernel computes PG²: ``pairs`` (the default), ``leaf_pairs``, ``walks``,
 #: ``separate_walks``, ``reference`` (the paper's unpruned pair walk; the values agree up to
@@ -239,4 +239,15 @@ def set_pair_store_budget(max_bytes: int) -> None:
 def clear_pair_store() -> None:
     """Drops every kept list and resets the counters."""
     _core.exact.clear_pair_store()
+
+
+@contextmanager
+def pair_store_paused() -> Iterator[None]:
+    """Calls inside neither read the store nor add to it (pgexact.estimate's calibrations: a
+    call timed as on a fresh model, the store left as it was; pair_store.hpp)."""
+    _core.exact.pause_pair_store(True)
+    try:
+        yield
+    finally:
+        _core.exact.pause_pair_store(False)
 

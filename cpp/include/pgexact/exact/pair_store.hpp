@@ -35,5 +35,12 @@ void set_pair_store_budget(std::int64_t bytes);
 PairStoreInfo pair_store_info();
 // Drops every kept list and resets the counters.
 void clear_pair_store();
+// While paused (a count: pauses may nest and overlap), calls neither read the store nor add to
+// it, as with no store but keeping lists for their own later passes as usual: pgexact.estimate
+// times a call as it runs on a model seen for the first time (a store holding part of a
+// model's lists made its first tenths of a second run at 1.3-1.7x the call's rate) and leaves
+// the store as it found it. Calls of other threads meanwhile run without it too: slower, the
+// same bits.
+void pause_pair_store(bool pause);
 
 }  // namespace pgexact
