@@ -109,10 +109,12 @@ def estimate(model: ModelLike, X: ArrayLike, kind: str = "pgi2", *,
     The kernels know how much work a call is before they start (rows, or tree pairs per pass
     over a block of rows, from the model's structure). The calibration starts the call on
     these rows, measures the rate at which that work gets done for a few tenths of a second,
-    and stops it; the result is the time so far plus the work left at that rate. So it follows
-    this machine, its load and the thread count, and costs about half a second with the
-    model's preparation (a few seconds when a single unit of work is slower than that, and a
-    tenth of a second more per output with ``output="all"``). The greedy ranking is calibrated
+    and stops it; the result is the time so far plus the work left at that rate, measured over
+    at least eight units of work. So it follows this machine, its load and the thread count, and
+    costs about half a second with the model's preparation (up to a few seconds where the call's
+    set-up or eight of its units take longer, and a tenth of a second more per output with
+    ``output="all"``). It runs without the pair cache (:func:`pgexact.pair_cache_info`): it
+    times the call as on a model seen for the first time and leaves the cache as it was. The greedy ranking is calibrated
     twice within that time, by itself and as a pass with every feature perturbed (its early
     steps are cheaper than its late ones).
 
