@@ -391,12 +391,10 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
         single_feature_step(a, noise, X, r0, rows, choosable, threads, single);
         for (std::int64_t i = 0; i < rows; ++i) {
           std::int32_t best = -1;
+          const double* value = single.data() + static_cast<std::size_t>(i * d);
           for (std::uint64_t f = choosable; f != 0; f &= f - 1) {
             const std::int32_t j = __builtin_ctzll(f);
-            // Strictly greater: ties to the lower index, as below.
-            if (best < 0 || single[static_cast<std::size_t>(i * d + j)] > single[static_cast<std::size_t>(i * d + best)]) {
-              best = j;
-            }
+            if (best < 0 || value[j] > value[best]) best = j;  // strictly greater: ties to the lower index
           }
           chosen[static_cast<std::size_t>(i)] |= bit(best);
           ranking_out[(r0 + i) * d] = best;

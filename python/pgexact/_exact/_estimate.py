@@ -114,9 +114,9 @@ def estimate(model: ModelLike, X: ArrayLike, kind: str = "pgi2", *,
     costs about half a second with the model's preparation (up to a few seconds where the call's
     set-up or eight of its units take longer, and a tenth of a second more per output with
     ``output="all"``). It runs without the pair cache (:func:`pgexact.pair_cache_info`): it
-    times the call as on a model seen for the first time and leaves the cache as it was. The greedy ranking is calibrated
-    twice within that time, by itself and as a pass with every feature perturbed (its early
-    steps are cheaper than its late ones).
+    times the call as on a model seen for the first time and leaves the cache as it was. The
+    greedy ranking is calibrated twice within that time, by itself and as a pass with every
+    feature perturbed (its early steps are cheaper than its late ones).
 
     Parameters
     ----------

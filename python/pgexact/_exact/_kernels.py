@@ -250,4 +250,3 @@ def pair_store_paused() -> Iterator[None]:
         yield
     finally:
         _core.exact.pause_pair_store(False)
-
