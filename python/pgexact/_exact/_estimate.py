@@ -42,12 +42,10 @@ MIN_RATE_SECONDS = 0.1
 #: the calibration gives up waiting for a rate after this long and extrapolates what it has
 CALIBRATION_LIMIT = 5.0
 KINDS = ("pg2", "pgi2", "rank")
-#: a greedy ranking on the leaf pairs costs this many passes with every feature perturbed per
-#: candidate: measured 0.47-0.66 (64 rows of XGBoost and CatBoost(200) on housing: the first
-#: step sweeps, the last four are one pass of about two), and the calibration of a pass starts
-#: on the lists an earlier call left in the pair cache (pair_cache.py), which are quicker to
-#: read than to enumerate: it sees 0.6-0.8 of the pass's rate (0.35 of the ranking's time
-#: projected with 0.5 on a model used before)
+#: a greedy ranking on the leaf pairs costs at least this many passes with every feature
+#: perturbed per candidate: measured 0.47-0.66 (64 rows of XGBoost and CatBoost(200) on housing:
+#: the first step sweeps, the last four are one pass of about two), 0.26 on a 5-tree forest
+#: (whose short look is not fooled: the floor then overestimates it about 2x)
 PASSES_PER_CANDIDATE = 0.5
 #: a greedy ranking on the union walks costs at least its tail walk, about this many walks of
 #: every feature (measured 1.8-6.3 for a whole one-row ranking, d = 8 and 11; the floor a short
@@ -149,9 +147,14 @@ def estimate(model: ModelLike, X: ArrayLike, kind: str = "pgi2", *,
     tol_ = as_tol(tol)
     calls = prepare_calls(model, X, sigma=sigma, noise=noise, n_jobs=n_jobs, output=output)
     rankings = per_output(ranking, len(calls), output, "ranking", "ranking")
-    runs = len(calls) * (2 if kind == "rank" or (kind == "pgi2" and ranking is None) else 1)
+    runs = len(calls) * (2 if _greedy(kind, ranking) else 1)
     watch = max(WATCH_SECONDS / runs, MIN_WATCH_SECONDS)
     return float(sum(_calibrate(call, kind, r, tol_, watch) for call, r in zip(calls, rankings)))
+
+
+def _greedy(kind: str, ranking: Optional[ArrayLike]) -> bool:
+    """Whether the call estimated is the greedy ranking (``rank``, or ``pgi2`` without one)."""
+    return kind == "rank" or (kind == "pgi2" and ranking is None)
 
 
 def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
@@ -170,7 +173,7 @@ def _calibrate(call: PreparedCall, kind: str, ranking: Optional[ArrayLike],
     1.8-6.3 of them, d = 8 and 11). A ranking that finishes within the calibration is simply
     timed.
     """
-    if kind == "rank" or (kind == "pgi2" and ranking is None):  # the greedy ranking
+    if _greedy(kind, ranking):
         seconds, finished = _calibrate_run(call, "rank", None, tol, watch)
         if finished:
             return seconds
