@@ -22,63 +22,86 @@ PruneBudget prune_budget(double tol) {
   return budget;
 }
 
+// A vector of rows at a time, a leaf's lanes together (as prune_leaves, same bits).
 void prune_greedy_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, const std::uint64_t* sets,
                          Lanes& lanes, std::vector<double>& skipped_none, std::vector<double>& skipped_by,
                          double share) {
   const std::size_t d = static_cast<std::size_t>(a.n_features);
   const std::size_t n_leaves = static_cast<std::size_t>(boxes.n_leaves());
+  constexpr std::size_t L = kLanes;
   skipped_none.assign(static_cast<std::size_t>(rows), 0.0);
   skipped_by.assign(static_cast<std::size_t>(rows) * d, 0.0);
-  std::vector<double> bound(n_leaves), bucket(kPruneBuckets);
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
-    const std::size_t first = v * n_leaves * kLanes + l;
-    const std::uint64_t S = sets[i] & ~boxes.set_features;
-    double W = 0.0, estimate = 0.0;
+  // bound [leaf][lane], bucket [lane][bucket].
+  std::vector<double> bound(n_leaves * L), bucket(L * kPruneBuckets);
+  std::uint64_t S[kLanes];
+  double W[kLanes], estimate[kLanes], w_max[kLanes], m1[kLanes], m2[kLanes];
+  int cut[kLanes];
+  bool pruned[kLanes];
+  for (std::int64_t i0 = 0; i0 < rows; i0 += kLanes) {
+    const std::size_t v = static_cast<std::size_t>(i0 / kLanes);
+    const std::size_t n_in = static_cast<std::size_t>(std::min<std::int64_t>(kLanes, rows - i0));
+    const std::size_t first = v * n_leaves * kLanes;
+    for (std::size_t l = 0; l < n_in; ++l) {
+      S[l] = sets[i0 + static_cast<std::int64_t>(l)] & ~boxes.set_features;
+      W[l] = estimate[l] = 0.0;
+    }
     for (std::int64_t t = 0; t < a.n_trees(); ++t) {
-      double w_max = 0.0, m1 = 0.0, m2 = 0.0;
+      for (std::size_t l = 0; l < n_in; ++l) w_max[l] = m1[l] = m2[l] = 0.0;
       for (std::int32_t leaf = boxes.tree_first[t]; leaf < boxes.tree_first[t + 1]; ++leaf) {
         const std::size_t at = first + static_cast<std::size_t>(leaf) * kLanes;
-        bound[static_cast<std::size_t>(leaf)] = -1.0;  // not alive: not a candidate
-        const double w = lanes.weight[at];
-        const std::int8_t code = lanes.code[at];
-        if (code == kNeverAlive || w == 0.0) continue;
-        const std::uint64_t out = lanes.out[at];
-        const std::uint64_t reach = S | (code >= 0 ? bit(code) : 0);  // out(u) is inside it
-        double p_set = 1.0, p_out = 1.0;
-        for (std::uint64_t f = boxes.constrained[static_cast<std::size_t>(leaf)] & reach; f != 0; f &= f - 1) {
-          const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
-          if (((boxes.set_features >> j) & 1u) != 0) continue;  // by category: at most 1
-          const double m = lanes.slot_mass(static_cast<std::int32_t>(v), static_cast<std::int32_t>(l),
-                                           static_cast<std::size_t>(leaf), j);
-          if ((S >> j) & 1u) p_set *= m;
-          if ((out >> j) & 1u) p_out *= m;
+        double* leaf_bound = bound.data() + static_cast<std::size_t>(leaf) * L;
+        for (std::size_t l = 0; l < n_in; ++l) {
+          leaf_bound[l] = -1.0;  // not alive: not a candidate
+          const double w = lanes.weight[at + l];
+          const std::int8_t code = lanes.code[at + l];
+          if (code == kNeverAlive || w == 0.0) continue;
+          const std::uint64_t out = lanes.out[at + l];
+          const std::uint64_t reach = S[l] | (code >= 0 ? bit(code) : 0);  // out(u) is inside it
+          double p_set = 1.0, p_out = 1.0;
+          for (std::uint64_t f = boxes.constrained[static_cast<std::size_t>(leaf)] & reach; f != 0; f &= f - 1) {
+            const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
+            if (((boxes.set_features >> j) & 1u) != 0) continue;  // by category: at most 1
+            const double m = lanes.slot_mass(static_cast<std::int32_t>(v), static_cast<std::int32_t>(l),
+                                             static_cast<std::size_t>(leaf), j);
+            if ((S[l] >> j) & 1u) p_set *= m;
+            if ((out >> j) & 1u) p_out *= m;
+          }
+          if (code == kNoneMissing) {
+            m1[l] += w * p_set;
+            m2[l] += w * w * p_set;
+          }
+          leaf_bound[l] = std::fabs(w) * p_out;
+          w_max[l] = std::max(w_max[l], std::fabs(w));
         }
-        if (code == kNoneMissing) {
-          m1 += w * p_set;
-          m2 += w * w * p_set;
-        }
-        bound[static_cast<std::size_t>(leaf)] = std::fabs(w) * p_out;
-        w_max = std::max(w_max, std::fabs(w));
       }
-      W += w_max;
-      estimate += std::max(0.0, m2 - m1 * m1);
+      for (std::size_t l = 0; l < n_in; ++l) {
+        W[l] += w_max[l];
+        estimate[l] += std::max(0.0, m2[l] - m1[l] * m1[l]);
+      }
     }
-    if (!(W > 0.0) || !std::isfinite(W) || !(estimate > 0.0) || !std::isfinite(estimate)) continue;
-    const double budget = share * estimate / (2.0 * W);
     std::fill(bucket.begin(), bucket.end(), 0.0);
-    for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
-      if (bound[leaf] > 0.0) bucket[static_cast<std::size_t>(prune_bucket(bound[leaf]))] += bound[leaf];
+    for (std::size_t l = 0; l < n_in; ++l) {
+      pruned[l] = W[l] > 0.0 && std::isfinite(W[l]) && estimate[l] > 0.0 && std::isfinite(estimate[l]);
     }
-    const int cut = prune_cut(bucket.data(), budget);
     for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
-      const double b = bound[leaf];
-      if (b < 0.0 || (b > 0.0 && prune_bucket(b) > cut)) continue;
-      const std::size_t at = first + leaf * kLanes;
-      const std::int8_t code = lanes.code[at];
-      (code == kNoneMissing ? skipped_none[static_cast<std::size_t>(i)]
-                            : skipped_by[static_cast<std::size_t>(i) * d + static_cast<std::size_t>(code)]) += 2.0 * W * b;
-      lanes.code[at] = kNeverAlive;
+      for (std::size_t l = 0; l < n_in; ++l) {
+        const double b = bound[leaf * L + l];
+        if (pruned[l] && b > 0.0) bucket[l * kPruneBuckets + static_cast<std::size_t>(prune_bucket(b))] += b;
+      }
+    }
+    for (std::size_t l = 0; l < n_in; ++l) {
+      cut[l] = pruned[l] ? prune_cut(bucket.data() + l * kPruneBuckets, share * estimate[l] / (2.0 * W[l])) : -1;
+    }
+    for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
+      for (std::size_t l = 0; l < n_in; ++l) {
+        const double b = bound[leaf * L + l];
+        if (!pruned[l] || b < 0.0 || (b > 0.0 && prune_bucket(b) > cut[l])) continue;
+        const std::size_t at = first + leaf * kLanes + l;
+        const std::int8_t code = lanes.code[at];
+        const std::size_t i = static_cast<std::size_t>(i0) + l;
+        (code == kNoneMissing ? skipped_none[i] : skipped_by[i * d + static_cast<std::size_t>(code)]) += 2.0 * W[l] * b;
+        lanes.code[at] = kNeverAlive;
+      }
     }
   }
 }

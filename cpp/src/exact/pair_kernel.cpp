@@ -143,31 +143,35 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
     const std::size_t width = lanes_total * static_cast<std::size_t>(n_steps);
     const auto steps = static_cast<std::size_t>(n_steps);
     sets.assign(width, 0);
-    std::vector<std::int32_t> position(static_cast<std::size_t>(d));
+    // Per row: each feature's ranking position, and the positions of features never perturbed
+    // in it (NaN, fixed by the noise, or beyond the last prefix).
+    std::vector<std::int32_t> position(static_cast<std::size_t>(rows * d));
+    std::vector<std::uint64_t> never(static_cast<std::size_t>(rows), 0);
     for (std::int64_t i = 0; i < rows; ++i) {
       const std::int64_t* rk = ranking + (ranking_per_row ? (r0 + i) * d : 0);
       const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
       const std::uint64_t perturbable = lanes.perturbable[static_cast<std::size_t>(i)];
-      // Ranking positions of features never perturbed in this row: NaN, fixed by the noise,
-      // or beyond the last prefix.
-      std::uint64_t s = 0, never = 0;
+      std::uint64_t s = 0;
       for (std::int64_t k = 0; k < d; ++k) {
         const auto j = static_cast<std::int32_t>(rk[k]);
-        position[j] = static_cast<std::int32_t>(k);
-        if (k >= n_steps || ((perturbable >> j) & 1u) == 0) never |= bit(static_cast<std::int32_t>(k));
+        position[static_cast<std::size_t>(i * d + j)] = static_cast<std::int32_t>(k);
+        if (k >= n_steps || ((perturbable >> j) & 1u) == 0) {
+          never[static_cast<std::size_t>(i)] |= bit(static_cast<std::int32_t>(k));
+        }
         if (k >= n_steps) continue;
         s |= bit(j);
         sets[(v * steps + static_cast<std::size_t>(k)) * kLanes + l] = s & perturbable;
       }
-      // A leaf stops excluding x' at the position of the last feature x leaves its path on.
-      code_leaves(i, i + 1, lanes, [&](std::int64_t, std::uint64_t leaves_out) {
-        std::uint64_t pos = 0;
-        for (std::uint64_t f = leaves_out; f != 0; f &= f - 1) pos |= bit(position[__builtin_ctzll(f)]);
-        return (pos & never) != 0 ? kNeverAlive
-               : pos == 0         ? std::int8_t{0}
-                                  : static_cast<std::int8_t>(63 - __builtin_clzll(pos));
-      });
     }
+    // A leaf stops excluding x' at the position of the last feature x leaves its path on.
+    code_leaves(0, rows, lanes, [&](std::int64_t i, std::uint64_t leaves_out) {
+      const std::int32_t* row_position = position.data() + i * d;
+      std::uint64_t pos = 0;
+      for (std::uint64_t f = leaves_out; f != 0; f &= f - 1) pos |= bit(row_position[__builtin_ctzll(f)]);
+      return (pos & never[static_cast<std::size_t>(i)]) != 0 ? kNeverAlive
+             : pos == 0                                      ? std::int8_t{0}
+                                                             : static_cast<std::int8_t>(63 - __builtin_clzll(pos));
+    });
     if (prune.on) {
       prune_leaves(a, boxes, rows, n_steps, [&](std::int64_t i, std::int64_t k) {
         const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);

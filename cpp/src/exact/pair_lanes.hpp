@@ -88,13 +88,20 @@ void fill_block(const Arena& a, const Noise& noise, const LeafBoxes& boxes, cons
                 std::int64_t rows, int threads, Lanes& lanes);
 
 // Sets the leaves' codes (LaneView) of rows [begin, end) of the block: code_of(row, out mask)
-// for each leaf. Padding lanes keep kNeverAlive.
+// for each leaf. Padding lanes keep kNeverAlive. A leaf's lanes at a time (a row at a time
+// read and wrote a cache line per leaf and row: 10 % of the set-up of 64 forest rows).
 template <typename CodeOf>
 void code_leaves(std::int64_t begin, std::int64_t end, Lanes& lanes, CodeOf&& code_of) {
   const std::size_t stride = static_cast<std::size_t>(lanes.n_leaves) * kLanes;
-  for (std::int64_t i = begin; i < end; ++i) {
-    const std::size_t first = static_cast<std::size_t>(i / kLanes) * stride + static_cast<std::size_t>(i % kLanes);
-    for (std::size_t at = first; at < first + stride; at += kLanes) lanes.code[at] = code_of(i, lanes.out[at]);
+  for (std::int64_t v0 = begin / kLanes * kLanes; v0 < end; v0 += kLanes) {
+    const std::int64_t i0 = std::max(begin, v0), i1 = std::min(end, v0 + kLanes);
+    const std::size_t first = static_cast<std::size_t>(v0 / kLanes) * stride;
+    for (std::size_t at = first; at < first + stride; at += kLanes) {
+      for (std::int64_t i = i0; i < i1; ++i) {
+        const std::size_t lane = at + static_cast<std::size_t>(i - v0);
+        lanes.code[lane] = code_of(i, lanes.out[lane]);
+      }
+    }
   }
 }
 
