@@ -31,11 +31,10 @@ void prune_greedy_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t ro
   constexpr std::size_t L = kLanes;
   skipped_none.assign(static_cast<std::size_t>(rows), 0.0);
   skipped_by.assign(static_cast<std::size_t>(rows) * d, 0.0);
-  // bound [leaf][lane], bucket [lane][bucket].
-  std::vector<double> bound(n_leaves * L), bucket(L * kPruneBuckets);
+  std::vector<double> bound(n_leaves * L), bucket;  // bound [leaf][lane]
+  std::vector<int> cut;
   std::uint64_t S[kLanes];
   double W[kLanes], estimate[kLanes], w_max[kLanes], m1[kLanes], m2[kLanes];
-  int cut[kLanes];
   bool pruned[kLanes];
   for (std::int64_t i0 = 0; i0 < rows; i0 += kLanes) {
     const std::size_t v = static_cast<std::size_t>(i0 / kLanes);
@@ -79,30 +78,19 @@ void prune_greedy_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t ro
         estimate[l] += std::max(0.0, m2[l] - m1[l] * m1[l]);
       }
     }
-    std::fill(bucket.begin(), bucket.end(), 0.0);
     for (std::size_t l = 0; l < n_in; ++l) {
       pruned[l] = W[l] > 0.0 && std::isfinite(W[l]) && estimate[l] > 0.0 && std::isfinite(estimate[l]);
     }
-    for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
-      for (std::size_t l = 0; l < n_in; ++l) {
-        const double b = bound[leaf * L + l];
-        if (pruned[l] && b > 0.0) bucket[l * kPruneBuckets + static_cast<std::size_t>(prune_bucket(b))] += b;
-      }
-    }
-    for (std::size_t l = 0; l < n_in; ++l) {
-      cut[l] = pruned[l] ? prune_cut(bucket.data() + l * kPruneBuckets, share * estimate[l] / (2.0 * W[l])) : -1;
-    }
-    for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
-      for (std::size_t l = 0; l < n_in; ++l) {
-        const double b = bound[leaf * L + l];
-        if (!pruned[l] || b < 0.0 || (b > 0.0 && prune_bucket(b) > cut[l])) continue;
-        const std::size_t at = first + leaf * kLanes + l;
-        const std::int8_t code = lanes.code[at];
-        const std::size_t i = static_cast<std::size_t>(i0) + l;
-        (code == kNoneMissing ? skipped_none[i] : skipped_by[i * d + static_cast<std::size_t>(code)]) += 2.0 * W[l] * b;
-        lanes.code[at] = kNeverAlive;
-      }
-    }
+    // One class per lane: the leaves alive with S and those alive with S + {j} share the budget.
+    prune_vector(lanes, bound, first, n_in, pruned, 1, [](std::int8_t) { return std::size_t{0}; },
+                 [&](std::size_t l, std::size_t) { return share * estimate[l] / (2.0 * W[l]); },
+                 [&](std::size_t l, std::size_t at, double b) {
+                   const std::int8_t code = lanes.code[at];
+                   const std::size_t i = static_cast<std::size_t>(i0) + l;
+                   (code == kNoneMissing ? skipped_none[i] : skipped_by[i * d + static_cast<std::size_t>(code)]) +=
+                       2.0 * W[l] * b;
+                 },
+                 bucket, cut);
   }
 }
 

@@ -54,6 +54,45 @@ inline int prune_cut(const double* bucket, double budget) {
   return cut;
 }
 
+// The second half of both prunings below, for the lanes of one vector whose `bound`s
+// ([leaf][lane], -1 for a leaf that is no candidate) are in: per lane and class (class_of(code)
+// of n_classes), the bounds in buckets, the last bucket within budget(lane, class), then the
+// leaves at or below it marked dead, each bound handed first to skip(lane, at, bound) (`at`: the
+// leaf's lane in the block, its code still set). Lanes with pruned[lane] false are left alone.
+template <typename ClassOf, typename Budget, typename Skip>
+void prune_vector(Lanes& lanes, const std::vector<double>& bound, std::size_t first, std::size_t n_in,
+                  const bool* pruned, std::size_t n_classes, ClassOf&& class_of, Budget&& budget, Skip&& skip,
+                  std::vector<double>& bucket, std::vector<int>& cut) {
+  constexpr std::size_t L = kLanes, kBuckets = kPruneBuckets;
+  const std::size_t n_leaves = bound.size() / L;
+  bucket.assign(L * n_classes * kBuckets, 0.0);
+  cut.assign(L * n_classes, -1);
+  for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
+    for (std::size_t l = 0; l < n_in; ++l) {
+      const double b = bound[leaf * L + l];
+      if (!pruned[l] || !(b > 0.0)) continue;
+      const std::size_t c = class_of(lanes.code[first + leaf * kLanes + l]);
+      bucket[(l * n_classes + c) * kBuckets + static_cast<std::size_t>(prune_bucket(b))] += b;
+    }
+  }
+  for (std::size_t l = 0; l < n_in; ++l) {
+    if (!pruned[l]) continue;
+    for (std::size_t c = 0; c < n_classes; ++c) {
+      cut[l * n_classes + c] = prune_cut(bucket.data() + (l * n_classes + c) * kBuckets, budget(l, c));
+    }
+  }
+  for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
+    for (std::size_t l = 0; l < n_in; ++l) {
+      const double b = bound[leaf * L + l];
+      if (!pruned[l] || b < 0.0) continue;
+      const std::size_t at = first + leaf * kLanes + l;
+      if (b > 0.0 && prune_bucket(b) > cut[l * n_classes + class_of(lanes.code[at])]) continue;
+      skip(l, at, b);
+      lanes.code[at] = kNeverAlive;
+    }
+  }
+}
+
 // Prunes the leaves of rows [0, rows) whose codes are below n_prefix (after the codes are set)
 // and fills skipped[i * n_prefix + k] with the bound of row i's pruned leaves alive at prefix k
 // (for one set, n_prefix = 1). set_of(i, k): the set row i perturbs at prefix k.
@@ -75,12 +114,10 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
   const std::size_t d = static_cast<std::size_t>(a.n_features);
   const std::size_t n_leaves = static_cast<std::size_t>(boxes.n_leaves());
   const std::size_t np = static_cast<std::size_t>(n_prefix);
-  constexpr std::size_t kBuckets = kPruneBuckets;
   constexpr std::size_t L = kLanes;
-  // Per lane of the vector: [lane][prefix] or [lane][class][bucket]; bound [leaf][lane].
-  std::vector<double> bound(n_leaves * L), bucket(L * np * kBuckets), m1(L * np), m2(L * np), estimate(L * np),
-      factor(np), budget(L * np);
-  std::vector<int> cut(L * np);
+  // Per lane of the vector: [lane][prefix]; bound [leaf][lane] (prune_vector's buckets and cuts).
+  std::vector<double> bound(n_leaves * L), bucket, m1(L * np), m2(L * np), estimate(L * np), factor(np), budget(L * np);
+  std::vector<int> cut;
   std::int32_t position[kLanes][64];
   std::uint64_t S[kLanes];
   double W[kLanes], w_max[kLanes];
@@ -143,7 +180,6 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
         }
       }
     }
-    std::fill(bucket.begin(), bucket.end(), 0.0);
     for (std::size_t l = 0; l < n_in; ++l) {
       pruned[l] = W[l] > 0.0 && std::isfinite(W[l]);
       if (!pruned[l]) continue;
@@ -154,32 +190,14 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
         budget[l * np + c] = std::isfinite(smallest) ? share * smallest / static_cast<double>(np) / (2.0 * W[l]) : 0.0;
       }
     }
-    for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
-      for (std::size_t l = 0; l < n_in; ++l) {
-        const double b = bound[leaf * L + l];
-        if (!pruned[l] || !(b > 0.0)) continue;
-        const std::size_t c = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[first + leaf * kLanes + l], 0));
-        bucket[(l * np + c) * kBuckets + static_cast<std::size_t>(prune_bucket(b))] += b;
-      }
-    }
-    for (std::size_t l = 0; l < n_in; ++l) {
-      if (!pruned[l]) continue;
-      for (std::size_t c = 0; c < np; ++c) {
-        cut[l * np + c] = prune_cut(bucket.data() + (l * np + c) * kBuckets, budget[l * np + c]);
-      }
-    }
     double* vector_skipped = skipped.data() + static_cast<std::size_t>(i0 * n_prefix);
-    for (std::size_t leaf = 0; leaf < n_leaves; ++leaf) {
-      for (std::size_t l = 0; l < n_in; ++l) {
-        const double b = bound[leaf * L + l];
-        if (!pruned[l] || b < 0.0) continue;
-        const std::size_t at = first + leaf * kLanes + l;
-        const std::size_t c = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[at], 0));
-        if (b > 0.0 && prune_bucket(b) > cut[l * np + c]) continue;
-        vector_skipped[l * np + c] += 2.0 * W[l] * b;
-        lanes.code[at] = kNeverAlive;
-      }
-    }
+    auto class_of = [](std::int8_t code) { return static_cast<std::size_t>(std::max<std::int8_t>(code, 0)); };
+    prune_vector(lanes, bound, first, n_in, pruned, np, class_of,
+                 [&](std::size_t l, std::size_t c) { return budget[l * np + c]; },
+                 [&](std::size_t l, std::size_t at, double b) {
+                   vector_skipped[l * np + class_of(lanes.code[at])] += 2.0 * W[l] * b;
+                 },
+                 bucket, cut);
     for (std::size_t l = 0; l < n_in; ++l) {
       for (std::size_t k = 1; k < np; ++k) vector_skipped[l * np + k] += vector_skipped[l * np + k - 1];
     }
