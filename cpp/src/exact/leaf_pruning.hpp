@@ -54,11 +54,12 @@ inline int prune_cut(const double* bucket, double budget) {
   return cut;
 }
 
-// The second half of both prunings below, for the lanes of one vector whose `bound`s
-// ([leaf][lane], -1 for a leaf that is no candidate) are in: per lane and class (class_of(code)
-// of n_classes), the bounds in buckets, the last bucket within budget(lane, class), then the
-// leaves at or below it marked dead, each bound handed first to skip(lane, at, bound) (`at`: the
-// leaf's lane in the block, its code still set). Lanes with pruned[lane] false are left alone.
+// The second half of both prunings (prune_leaves and prune_greedy_leaves below), for the
+// lanes of one vector whose `bound`s ([leaf][lane], -1 for a leaf that is no candidate) are in:
+// per lane and class (class_of(code), of n_classes), the bounds in buckets, the last bucket
+// within budget(lane, class), then the leaves at or below it marked dead, each bound handed
+// first to skip(lane, at, bound) (`at`: the leaf's lane in the block, its code still set).
+// Lanes with pruned[lane] false are left alone.
 template <typename ClassOf, typename Budget, typename Skip>
 void prune_vector(Lanes& lanes, const std::vector<double>& bound, std::size_t first, std::size_t n_in,
                   const bool* pruned, std::size_t n_classes, ClassOf&& class_of, Budget&& budget, Skip&& skip,

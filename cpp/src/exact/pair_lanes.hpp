@@ -88,8 +88,8 @@ void fill_block(const Arena& a, const Noise& noise, const LeafBoxes& boxes, cons
                 std::int64_t rows, int threads, Lanes& lanes);
 
 // Sets the leaves' codes (LaneView) of rows [begin, end) of the block: code_of(row, out mask)
-// for each leaf. Padding lanes keep kNeverAlive. A leaf's lanes at a time (a row at a time
-// read and wrote a cache line per leaf and row: 10 % of the set-up of 64 forest rows).
+// for each leaf. Padding lanes keep kNeverAlive. A leaf's lanes at a time: a row at a time read
+// and wrote a cache line per leaf and row.
 template <typename CodeOf>
 void code_leaves(std::int64_t begin, std::int64_t end, Lanes& lanes, CodeOf&& code_of) {
   const std::size_t stride = static_cast<std::size_t>(lanes.n_leaves) * kLanes;
