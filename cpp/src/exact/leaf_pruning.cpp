@@ -34,7 +34,7 @@ void prune_greedy_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t ro
   std::vector<double> bound(n_leaves * L), bucket;  // bound [leaf][lane]
   std::vector<int> cut;
   std::uint64_t S[kLanes];
-  double W[kLanes], estimate[kLanes], w_max[kLanes], m1[kLanes], m2[kLanes];
+  double W[kLanes], estimate[kLanes], m1[kLanes], m2[kLanes];
   bool pruned[kLanes];
   for (std::int64_t i0 = 0; i0 < rows; i0 += kLanes) {
     const std::size_t v = static_cast<std::size_t>(i0 / kLanes);
@@ -42,42 +42,35 @@ void prune_greedy_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t ro
     const std::size_t first = v * n_leaves * kLanes;
     for (std::size_t l = 0; l < n_in; ++l) {
       S[l] = sets[i0 + static_cast<std::int64_t>(l)] & ~boxes.set_features;
-      W[l] = estimate[l] = 0.0;
+      estimate[l] = m1[l] = m2[l] = 0.0;
     }
-    for (std::int64_t t = 0; t < a.n_trees(); ++t) {
-      for (std::size_t l = 0; l < n_in; ++l) w_max[l] = m1[l] = m2[l] = 0.0;
-      for (std::int32_t leaf = boxes.tree_first[t]; leaf < boxes.tree_first[t + 1]; ++leaf) {
-        const std::size_t at = first + static_cast<std::size_t>(leaf) * kLanes;
-        double* leaf_bound = bound.data() + static_cast<std::size_t>(leaf) * L;
-        for (std::size_t l = 0; l < n_in; ++l) {
-          leaf_bound[l] = -1.0;  // not alive: not a candidate
-          const double w = lanes.weight[at + l];
-          const std::int8_t code = lanes.code[at + l];
-          if (code == kNeverAlive || w == 0.0) continue;
-          const std::uint64_t out = lanes.out[at + l];
-          const std::uint64_t reach = S[l] | (code >= 0 ? bit(code) : 0);  // out(u) is inside it
-          double p_set = 1.0, p_out = 1.0;
-          for (std::uint64_t f = boxes.constrained[static_cast<std::size_t>(leaf)] & reach; f != 0; f &= f - 1) {
-            const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
-            if (((boxes.set_features >> j) & 1u) != 0) continue;  // by category: at most 1
-            const double m = lanes.slot_mass(static_cast<std::int32_t>(v), static_cast<std::int32_t>(l),
-                                             static_cast<std::size_t>(leaf), j);
-            if ((S[l] >> j) & 1u) p_set *= m;
-            if ((out >> j) & 1u) p_out *= m;
-          }
-          if (code == kNoneMissing) {
-            m1[l] += w * p_set;
-            m2[l] += w * w * p_set;
-          }
-          leaf_bound[l] = std::fabs(w) * p_out;
-          w_max[l] = std::max(w_max[l], std::fabs(w));
-        }
+    auto p_out_of = [&](std::size_t l, std::int32_t leaf, std::size_t at, double w) {
+      const std::int8_t code = lanes.code[at];
+      if (code == kNeverAlive) return -1.0;
+      const std::uint64_t out = lanes.out[at];
+      const std::uint64_t reach = S[l] | (code >= 0 ? bit(code) : 0);  // out(u) is inside it
+      double p_set = 1.0, p_out = 1.0;
+      for (std::uint64_t f = boxes.constrained[static_cast<std::size_t>(leaf)] & reach; f != 0; f &= f - 1) {
+        const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
+        if (((boxes.set_features >> j) & 1u) != 0) continue;  // by category: at most 1
+        const double m = lanes.slot_mass(static_cast<std::int32_t>(v), static_cast<std::int32_t>(l),
+                                         static_cast<std::size_t>(leaf), j);
+        if ((S[l] >> j) & 1u) p_set *= m;
+        if ((out >> j) & 1u) p_out *= m;
       }
+      if (code == kNoneMissing) {
+        m1[l] += w * p_set;
+        m2[l] += w * w * p_set;
+      }
+      return p_out;
+    };
+    bound_leaves(a, boxes, lanes, first, n_in, bound, W, p_out_of, [&] {
+      // The tree's variance with S perturbed, and the sums cleared for the next tree.
       for (std::size_t l = 0; l < n_in; ++l) {
-        W[l] += w_max[l];
         estimate[l] += std::max(0.0, m2[l] - m1[l] * m1[l]);
+        m1[l] = m2[l] = 0.0;
       }
-    }
+    });
     for (std::size_t l = 0; l < n_in; ++l) {
       pruned[l] = W[l] > 0.0 && std::isfinite(W[l]) && estimate[l] > 0.0 && std::isfinite(estimate[l]);
     }

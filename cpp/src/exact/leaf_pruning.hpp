@@ -54,6 +54,37 @@ inline int prune_cut(const double* bucket, double budget) {
   return cut;
 }
 
+// The first half of both prunings (prune_leaves and prune_greedy_leaves below), for the lanes
+// of one vector (its leaves from `first` on): tree by tree, each leaf's lanes of nonzero weight
+// w through p_out(lane, leaf, at, w), which returns the leaf's P_out in that lane (its masses on
+// the features x leaves its path on) and adds to the lane's estimate, or -1 where the leaf is
+// no candidate there; the leaf's bound |w| P_out into bound[leaf][lane] (-1 for no candidate),
+// W[lane] the sum over trees of the largest |w| of a candidate, and tree_done() after each tree.
+template <typename POut, typename TreeDone>
+void bound_leaves(const Arena& a, const LeafBoxes& boxes, const Lanes& lanes, std::size_t first, std::size_t n_in,
+                  std::vector<double>& bound, double* W, POut&& p_out, TreeDone&& tree_done) {
+  double w_max[kLanes];
+  std::fill(W, W + n_in, 0.0);
+  for (std::int64_t t = 0; t < a.n_trees(); ++t) {
+    std::fill(w_max, w_max + kLanes, 0.0);
+    for (std::int32_t leaf = boxes.tree_first[t]; leaf < boxes.tree_first[t + 1]; ++leaf) {
+      const std::size_t at = first + static_cast<std::size_t>(leaf) * kLanes;
+      double* leaf_bound = bound.data() + static_cast<std::size_t>(leaf) * kLanes;
+      for (std::size_t l = 0; l < n_in; ++l) {
+        leaf_bound[l] = -1.0;  // not alive: not a candidate
+        const double w = lanes.weight[at + l];
+        if (w == 0.0) continue;
+        const double p = p_out(l, leaf, at + l, w);
+        if (p < 0.0) continue;
+        leaf_bound[l] = std::fabs(w) * p;
+        w_max[l] = std::max(w_max[l], std::fabs(w));
+      }
+    }
+    for (std::size_t l = 0; l < n_in; ++l) W[l] += w_max[l];
+    tree_done();
+  }
+}
+
 // The second half of both prunings (prune_leaves and prune_greedy_leaves below), for the
 // lanes of one vector whose `bound`s ([leaf][lane], -1 for a leaf that is no candidate) are in:
 // per lane and class (class_of(code), of n_classes), the bounds in buckets, the last bucket
@@ -121,7 +152,7 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
   std::vector<int> cut;
   std::int32_t position[kLanes][64];
   std::uint64_t S[kLanes];
-  double W[kLanes], w_max[kLanes];
+  double W[kLanes];
   bool pruned[kLanes];
   for (std::int64_t i0 = 0; i0 < rows; i0 += kLanes) {
     const std::size_t v = static_cast<std::size_t>(i0 / kLanes);
@@ -136,51 +167,42 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
           position[l][__builtin_ctzll(f)] = static_cast<std::int32_t>(k);
         }
       }
-      W[l] = 0.0;
     }
     std::fill(estimate.begin(), estimate.end(), 0.0);
-    for (std::int64_t t = 0; t < a.n_trees(); ++t) {
-      std::fill(w_max, w_max + kLanes, 0.0);
-      std::fill(m1.begin(), m1.end(), 0.0);
-      std::fill(m2.begin(), m2.end(), 0.0);
-      for (std::int32_t leaf = boxes.tree_first[t]; leaf < boxes.tree_first[t + 1]; ++leaf) {
-        const std::size_t at = first + static_cast<std::size_t>(leaf) * kLanes;
-        double* leaf_bound = bound.data() + static_cast<std::size_t>(leaf) * L;
-        for (std::size_t l = 0; l < n_in; ++l) {
-          leaf_bound[l] = -1.0;  // not alive: not a candidate
-          const double w = lanes.weight[at + l];
-          if (lanes.code[at + l] >= n_prefix || w == 0.0) continue;
-          const std::size_t c = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[at + l], 0));
-          const std::uint64_t out = lanes.out[at + l];
-          double base = 1.0, p_out = 1.0;
-          std::fill(factor.begin() + static_cast<std::ptrdiff_t>(c), factor.end(), 1.0);
-          for (std::uint64_t f = boxes.constrained[static_cast<std::size_t>(leaf)] & S[l]; f != 0; f &= f - 1) {
-            const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
-            const double m = lanes.slot_mass(static_cast<std::int32_t>(v), static_cast<std::int32_t>(l),
-                                             static_cast<std::size_t>(leaf), j);
-            const auto k = static_cast<std::size_t>(position[l][j]);
-            if (k <= c) base *= m; else if (k < np) factor[k] *= m;
-            if ((out >> j) & 1u) p_out *= m;
-          }
-          double p = base;
-          double* m1_l = m1.data() + l * np;
-          double* m2_l = m2.data() + l * np;
-          for (std::size_t k = c; k < np; ++k) {
-            if (k > c) p *= factor[k];
-            m1_l[k] += w * p;
-            m2_l[k] += w * w * p;
-          }
-          leaf_bound[l] = std::fabs(w) * p_out;
-          w_max[l] = std::max(w_max[l], std::fabs(w));
-        }
+    auto p_out_of = [&](std::size_t l, std::int32_t leaf, std::size_t at, double w) {
+      if (lanes.code[at] >= n_prefix) return -1.0;
+      const std::size_t c = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[at], 0));
+      const std::uint64_t out = lanes.out[at];
+      double base = 1.0, p_out = 1.0;
+      std::fill(factor.begin() + static_cast<std::ptrdiff_t>(c), factor.end(), 1.0);
+      for (std::uint64_t f = boxes.constrained[static_cast<std::size_t>(leaf)] & S[l]; f != 0; f &= f - 1) {
+        const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
+        const double m = lanes.slot_mass(static_cast<std::int32_t>(v), static_cast<std::int32_t>(l),
+                                         static_cast<std::size_t>(leaf), j);
+        const auto k = static_cast<std::size_t>(position[l][j]);
+        if (k <= c) base *= m; else if (k < np) factor[k] *= m;
+        if ((out >> j) & 1u) p_out *= m;
       }
+      double p = base;
+      double* m1_l = m1.data() + l * np;
+      double* m2_l = m2.data() + l * np;
+      for (std::size_t k = c; k < np; ++k) {
+        if (k > c) p *= factor[k];
+        m1_l[k] += w * p;
+        m2_l[k] += w * w * p;
+      }
+      return p_out;
+    };
+    bound_leaves(a, boxes, lanes, first, n_in, bound, W, p_out_of, [&] {
+      // The tree's variance at each prefix, and the sums cleared for the next tree.
       for (std::size_t l = 0; l < n_in; ++l) {
-        W[l] += w_max[l];
         for (std::size_t k = 0; k < np; ++k) {
           estimate[l * np + k] += std::max(0.0, m2[l * np + k] - m1[l * np + k] * m1[l * np + k]);
         }
       }
-    }
+      std::fill(m1.begin(), m1.end(), 0.0);
+      std::fill(m2.begin(), m2.end(), 0.0);
+    });
     for (std::size_t l = 0; l < n_in; ++l) {
       pruned[l] = W[l] > 0.0 && std::isfinite(W[l]);
       if (!pruned[l]) continue;
