@@ -229,6 +229,18 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
 
 namespace {
 
+// The candidate of `candidates` (not empty) with the largest value[j] (`value` per feature):
+// strictly greater, so ties go to the lower index. Step 0's sweep and the later steps' passes
+// choose alike.
+std::int32_t best_candidate(const double* value, std::uint64_t candidates) {
+  std::int32_t best = -1;
+  for (std::uint64_t f = candidates; f != 0; f &= f - 1) {
+    const std::int32_t j = __builtin_ctzll(f);
+    if (best < 0 || value[j] > value[best]) best = j;
+  }
+  return best;
+}
+
 // Whether row i's greedy choice `best` stands whatever its pruned leaves would have added: every
 // candidate's value is certain within skipped_none + skipped_by[j] (prune_greedy_leaves), so
 // the choice stands where the best value, less its bound, beats every other candidate's value
@@ -394,12 +406,7 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
       if (step == 0 && swept_first) {
         single_feature_step(a, noise, X, r0, rows, choosable, threads, single);
         for (std::int64_t i = 0; i < rows; ++i) {
-          std::int32_t best = -1;
-          const double* value = single.data() + static_cast<std::size_t>(i * d);
-          for (std::uint64_t f = choosable; f != 0; f &= f - 1) {
-            const std::int32_t j = __builtin_ctzll(f);
-            if (best < 0 || value[j] > value[best]) best = j;  // strictly greater: ties to the lower index
-          }
+          const std::int32_t best = best_candidate(single.data() + static_cast<std::size_t>(i * d), choosable);
           chosen[static_cast<std::size_t>(i)] |= bit(best);
           ranking_out[(r0 + i) * d] = best;
         }
@@ -458,14 +465,13 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
         const double base = total[static_cast<std::size_t>(i)];
         const std::uint64_t candidates = choosable & ~chosen[static_cast<std::size_t>(i)];
         double value[64];  // PG2(S + {j}) per candidate j
-        std::int32_t best = -1;
         for (std::uint64_t f = candidates; f != 0; f &= f - 1) {
           const std::int32_t j = __builtin_ctzll(f);
           // A feature NaN in the row stays missing: perturbing it changes nothing.
           const bool moves = ((lanes.perturbable[static_cast<std::size_t>(i)] >> j) & 1u) != 0;
           value[j] = moves ? base + corr_total[(v * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)) * kLanes + l] : base;
-          if (best < 0 || value[j] > value[best]) best = j;  // strictly greater: ties to the lower index
         }
+        const std::int32_t best = best_candidate(value, candidates);
         chosen[static_cast<std::size_t>(i)] |= bit(best);
         ranking_out[(r0 + i) * d + step] = best;
         if (pruned && !choice_certified(best, value, candidates, skipped_none[static_cast<std::size_t>(i)],
