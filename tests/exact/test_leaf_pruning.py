@@ -157,10 +157,10 @@ def test_slot_masses_from_the_tables_give_the_same_bits(deep, monkeypatch, prune
 
 
 # ---------------------------------------------------------------------- greedy steps prune too
-def _greedy(ens, rows, sigma):
+def _greedy(ens, rows, sigma, n_jobs=1):
     from pgexact._exact._api import rank_with_curve
 
-    return rank_with_curve(ens, rows, sigma=sigma, n_jobs=1, progress=False)
+    return rank_with_curve(ens, rows, sigma=sigma, n_jobs=n_jobs, progress=False)
 
 
 @pytest.mark.parametrize("sigma", [0.02, 0.1, 0.5])
@@ -193,9 +193,11 @@ def test_greedy_pruning_prunes(deep8, monkeypatch):
 
 
 def test_greedy_pruned_rows_do_not_depend_on_batch(deep8):
+    """A row's pruning is its own (its lane's), whatever block and thread its vector gets: the
+    call on two threads (the pruning's vectors go to both) gives each row its bits alone."""
     ens, X = deep8
     rows = X[:12]
-    together = _greedy(ens, rows, 0.1)
+    together = _greedy(ens, rows, 0.1, n_jobs=2)
     # alone on the batch's kernel (a greedy ranking of one row takes the shared walks by
     # default, test_few_rows.py: the same ranking, the curve within 2 tol)
     alone = [prepare_call(ens, rows[i:i + 1], sigma=0.1, n_jobs=1).greedy_rank(kernel=Kernel.leaf_pairs)

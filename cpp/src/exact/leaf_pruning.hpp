@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "pair_lanes.hpp"
@@ -40,7 +41,15 @@ PruneBudget prune_budget(double tol);
 // Bounds are pruned smallest first by binary exponent (a histogram, not a sort): bucket e holds
 // the bounds with ilogb(b) - kPruneMinExp == e, clamped to [0, kPruneBuckets).
 constexpr int kPruneMinExp = -1100, kPruneBuckets = 1200;
-inline int prune_bucket(double b) { return std::min(kPruneBuckets - 1, std::max(0, std::ilogb(b) - kPruneMinExp)); }
+// (ilogb read off the exponent bits of a normal number: the library call was a tenth of the
+// pruning's set-up; zeros, subnormals, infinities and NaN still go to it.)
+inline int prune_bucket(double b) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &b, sizeof bits);
+  const int biased = static_cast<int>((bits >> 52) & 0x7ff);
+  const int e = biased != 0 && biased != 0x7ff ? biased - 1023 : std::ilogb(b);
+  return std::min(kPruneBuckets - 1, std::max(0, e - kPruneMinExp));
+}
 // The last bucket of `bucket` (kPruneBuckets sums) that may be pruned: buckets [0, cut] add up
 // to at most `budget`; -1 when the first already passes it.
 inline int prune_cut(const double* bucket, double budget) {
@@ -54,30 +63,42 @@ inline int prune_cut(const double* bucket, double budget) {
   return cut;
 }
 
+// Threads for a pruning of `vectors` vectors: each thread keeps a bound per leaf and lane (a
+// default ExtraTreesRegressor has 1.6 M leaves: 100 MiB), so no more than one per vector and
+// than fit in kPruneScratchBytes (at least one).
+inline constexpr std::size_t kPruneScratchBytes = std::size_t{128} << 20;
+inline int prune_threads(int threads, std::int64_t vectors, std::size_t n_leaves) {
+  const std::size_t per_thread = std::max<std::size_t>(n_leaves * kLanes * sizeof(double), 1);
+  const auto fit = static_cast<std::int64_t>(kPruneScratchBytes / per_thread);
+  return static_cast<int>(std::max<std::int64_t>(1, std::min({static_cast<std::int64_t>(threads), vectors, fit})));
+}
+
 // The first half of both prunings (prune_leaves and prune_greedy_leaves below), for the lanes
-// of one vector (its leaves from `first` on): tree by tree, each leaf's lanes of nonzero weight
-// w through p_out(lane, leaf, at, w), which returns the leaf's P_out in that lane (its masses on
-// the features x leaves its path on) and adds to the lane's estimate, or -1 where the leaf is
-// no candidate there; the leaf's bound |w| P_out into bound[leaf][lane] (-1 for no candidate),
-// W[lane] the sum over trees of the largest |w| of a candidate, and tree_done() after each tree.
+// of one vector (its leaves from `first` on): tree by tree, each leaf through
+// p_out(leaf, at, w, p), which sets p[lane] for the lanes l < n_in of nonzero weight w[l] to
+// the leaf's P_out there (its masses on the features x leaves its path on), adding to the lane's
+// estimate, or to -1 where the leaf is no candidate; the leaf's bound |w| P_out into
+// bound[leaf][lane] (-1 for no candidate), W[lane] the sum over trees of the largest |w| of a
+// candidate, and tree_done() after each tree. A leaf's lanes go together: the masses of one of
+// its slots are read once for all of them (a lane at a time looked the slot up again per lane:
+// most of the set-up of 64 rows of a deep forest before its first unit of work).
 template <typename POut, typename TreeDone>
 void bound_leaves(const Arena& a, const LeafBoxes& boxes, const Lanes& lanes, std::size_t first, std::size_t n_in,
                   std::vector<double>& bound, double* W, POut&& p_out, TreeDone&& tree_done) {
-  double w_max[kLanes];
+  double w_max[kLanes], p[kLanes];
   std::fill(W, W + n_in, 0.0);
   for (std::int64_t t = 0; t < a.n_trees(); ++t) {
     std::fill(w_max, w_max + kLanes, 0.0);
     for (std::int32_t leaf = boxes.tree_first[t]; leaf < boxes.tree_first[t + 1]; ++leaf) {
       const std::size_t at = first + static_cast<std::size_t>(leaf) * kLanes;
+      const double* w = lanes.weight.data() + at;
       double* leaf_bound = bound.data() + static_cast<std::size_t>(leaf) * kLanes;
+      p_out(leaf, at, w, p);
       for (std::size_t l = 0; l < n_in; ++l) {
         leaf_bound[l] = -1.0;  // not alive: not a candidate
-        const double w = lanes.weight[at + l];
-        if (w == 0.0) continue;
-        const double p = p_out(l, leaf, at + l, w);
-        if (p < 0.0) continue;
-        leaf_bound[l] = std::fabs(w) * p;
-        w_max[l] = std::max(w_max[l], std::fabs(w));
+        if (w[l] == 0.0 || p[l] < 0.0) continue;
+        leaf_bound[l] = std::fabs(w[l]) * p[l];
+        w_max[l] = std::max(w_max[l], std::fabs(w[l]));
       }
     }
     for (std::size_t l = 0; l < n_in; ++l) W[l] += w_max[l];
@@ -139,92 +160,127 @@ void prune_vector(Lanes& lanes, const std::vector<double>& bound, std::size_t fi
 // weights, codes, out masks and slot masses of a leaf share cache lines, which a row at a time
 // read once per row (most of the set-up of 64 rows of a deep forest, the part of the estimate
 // before the first unit of work). Each row's sums are the same operations in the same order.
+// The vectors go to up to `threads` threads (prune_threads): each writes only its own lanes'
+// codes and its own rows' `skipped` (set_of must be safe to call from several threads).
 template <typename SetOf>
 void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std::int64_t n_prefix,
-                  SetOf&& set_of, Lanes& lanes, std::vector<double>& skipped, double share) {
+                  SetOf&& set_of, Lanes& lanes, std::vector<double>& skipped, double share, int threads) {
   skipped.assign(static_cast<std::size_t>(rows * n_prefix), 0.0);
   const std::size_t d = static_cast<std::size_t>(a.n_features);
   const std::size_t n_leaves = static_cast<std::size_t>(boxes.n_leaves());
   const std::size_t np = static_cast<std::size_t>(n_prefix);
   constexpr std::size_t L = kLanes;
-  // Per lane of the vector: [lane][prefix]; bound [leaf][lane] (prune_vector's buckets and cuts).
-  std::vector<double> bound(n_leaves * L), bucket, m1(L * np), m2(L * np), estimate(L * np), factor(np), budget(L * np);
-  std::vector<int> cut;
-  std::int32_t position[kLanes][64];
-  std::uint64_t S[kLanes];
-  double W[kLanes];
-  bool pruned[kLanes];
-  for (std::int64_t i0 = 0; i0 < rows; i0 += kLanes) {
-    const std::size_t v = static_cast<std::size_t>(i0 / kLanes);
-    const std::size_t n_in = static_cast<std::size_t>(std::min<std::int64_t>(kLanes, rows - i0));
-    const std::size_t first = v * n_leaves * kLanes;
-    for (std::size_t l = 0; l < n_in; ++l) {
-      const std::int64_t i = i0 + static_cast<std::int64_t>(l);
-      S[l] = set_of(i, n_prefix - 1) & ~boxes.set_features;
-      for (std::size_t j = 0; j < d; ++j) position[l][j] = static_cast<std::int32_t>(np);
-      for (std::int64_t k = n_prefix - 1; k >= 0; --k) {
-        for (std::uint64_t f = set_of(i, k); f != 0; f &= f - 1) {
-          position[l][__builtin_ctzll(f)] = static_cast<std::int32_t>(k);
-        }
-      }
-    }
-    std::fill(estimate.begin(), estimate.end(), 0.0);
-    auto p_out_of = [&](std::size_t l, std::int32_t leaf, std::size_t at, double w) {
-      if (lanes.code[at] >= n_prefix) return -1.0;
-      const std::size_t c = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[at], 0));
-      const std::uint64_t out = lanes.out[at];
-      double base = 1.0, p_out = 1.0;
-      std::fill(factor.begin() + static_cast<std::ptrdiff_t>(c), factor.end(), 1.0);
-      for (std::uint64_t f = boxes.constrained[static_cast<std::size_t>(leaf)] & S[l]; f != 0; f &= f - 1) {
-        const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
-        const double m = lanes.slot_mass(static_cast<std::int32_t>(v), static_cast<std::int32_t>(l),
-                                         static_cast<std::size_t>(leaf), j);
-        const auto k = static_cast<std::size_t>(position[l][j]);
-        if (k <= c) base *= m; else if (k < np) factor[k] *= m;
-        if ((out >> j) & 1u) p_out *= m;
-      }
-      double p = base;
-      double* m1_l = m1.data() + l * np;
-      double* m2_l = m2.data() + l * np;
-      for (std::size_t k = c; k < np; ++k) {
-        if (k > c) p *= factor[k];
-        m1_l[k] += w * p;
-        m2_l[k] += w * w * p;
-      }
-      return p_out;
-    };
-    bound_leaves(a, boxes, lanes, first, n_in, bound, W, p_out_of, [&] {
-      // The tree's variance at each prefix, and the sums cleared for the next tree.
+  const std::int64_t vectors = (rows + kLanes - 1) / kLanes;
+#ifdef PGEXACT_OPENMP
+#pragma omp parallel num_threads(prune_threads(threads, vectors, n_leaves))
+#endif
+  {
+    // Per lane of the vector: [lane][prefix]; bound [leaf][lane] (prune_vector's buckets and cuts).
+    std::vector<double> bound(n_leaves * L), bucket, m1(L * np), m2(L * np), estimate(L * np), factor(L * np), budget(L * np);
+    std::vector<int> cut;
+    std::int32_t position[kLanes][64];
+    std::uint64_t S[kLanes];
+    double W[kLanes];
+    bool pruned[kLanes];
+#ifdef PGEXACT_OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (std::int64_t vi = 0; vi < vectors; ++vi) {
+      const std::int64_t i0 = vi * kLanes;
+      const std::size_t v = static_cast<std::size_t>(vi);
+      const std::size_t n_in = static_cast<std::size_t>(std::min<std::int64_t>(kLanes, rows - i0));
+      const std::size_t first = v * n_leaves * kLanes;
       for (std::size_t l = 0; l < n_in; ++l) {
-        for (std::size_t k = 0; k < np; ++k) {
-          estimate[l * np + k] += std::max(0.0, m2[l * np + k] - m1[l * np + k] * m1[l * np + k]);
+        const std::int64_t i = i0 + static_cast<std::int64_t>(l);
+        S[l] = set_of(i, n_prefix - 1) & ~boxes.set_features;
+        for (std::size_t j = 0; j < d; ++j) position[l][j] = static_cast<std::int32_t>(np);
+        for (std::int64_t k = n_prefix - 1; k >= 0; --k) {
+          for (std::uint64_t f = set_of(i, k); f != 0; f &= f - 1) {
+            position[l][__builtin_ctzll(f)] = static_cast<std::int32_t>(k);
+          }
         }
       }
-      std::fill(m1.begin(), m1.end(), 0.0);
-      std::fill(m2.begin(), m2.end(), 0.0);
-    });
-    for (std::size_t l = 0; l < n_in; ++l) {
-      pruned[l] = W[l] > 0.0 && std::isfinite(W[l]);
-      if (!pruned[l]) continue;
-      // Per class c: its share of the smallest estimate of the prefixes it is alive in.
-      double smallest = estimate[l * np + np - 1];
-      for (std::size_t c = np; c-- > 0;) {
-        smallest = std::min(smallest, estimate[l * np + c]);
-        budget[l * np + c] = std::isfinite(smallest) ? share * smallest / static_cast<double>(np) / (2.0 * W[l]) : 0.0;
+      std::fill(estimate.begin(), estimate.end(), 0.0);
+      // Per lane, in the order a lane at a time took them: the product over the features of its
+      // set in feature order, each mass into the prefix where its feature enters (or the base,
+      // for those in by the leaf's class), and the prefixes' sums from the leaf's class on.
+      auto p_out_of = [&](std::int32_t leaf, std::size_t at, const double* w, double* p_out) {
+        const auto u = static_cast<std::size_t>(leaf);
+        bool alive[kLanes];
+        std::size_t c[kLanes];
+        double base[kLanes], scratch[kLanes];
+        std::uint64_t taken[kLanes], reach = 0;  // the features each lane's product takes, any lane's
+        for (std::size_t l = 0; l < n_in; ++l) {
+          alive[l] = w[l] != 0.0 && lanes.code[at + l] < n_prefix;
+          p_out[l] = alive[l] ? 1.0 : -1.0;
+          base[l] = 1.0;
+          c[l] = 0;
+          taken[l] = alive[l] ? S[l] : 0;
+          if (!alive[l]) continue;
+          c[l] = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[at + l], 0));
+          std::fill(factor.begin() + static_cast<std::ptrdiff_t>(l * np + c[l]),
+                    factor.begin() + static_cast<std::ptrdiff_t>(l * np + np), 1.0);
+          reach |= S[l];
+        }
+        for (std::uint64_t f = boxes.constrained[u] & reach; f != 0; f &= f - 1) {
+          const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
+          const double* m = lanes.slot_masses(static_cast<std::int32_t>(v), u, j, scratch);
+          // (Without branches on the lanes' bits: a factor a lane does not take is 1.0, and
+          // x * 1.0 is x.)
+          for (std::size_t l = 0; l < n_in; ++l) {
+            const bool in = ((taken[l] >> j) & 1u) != 0;
+            const auto k = static_cast<std::size_t>(position[l][j]);
+            base[l] *= in && k <= c[l] ? m[l] : 1.0;
+            p_out[l] *= in && ((lanes.out[at + l] >> j) & 1u) != 0 ? m[l] : 1.0;
+            if (in && k > c[l] && k < np) factor[l * np + k] *= m[l];
+          }
+        }
+        for (std::size_t l = 0; l < n_in; ++l) {
+          if (!alive[l]) continue;
+          double p = base[l];
+          double* m1_l = m1.data() + l * np;
+          double* m2_l = m2.data() + l * np;
+          for (std::size_t k = c[l]; k < np; ++k) {
+            if (k > c[l]) p *= factor[l * np + k];
+            m1_l[k] += w[l] * p;
+            m2_l[k] += w[l] * w[l] * p;
+          }
+        }
+      };
+      bound_leaves(a, boxes, lanes, first, n_in, bound, W, p_out_of, [&] {
+        // The tree's variance at each prefix, and the sums cleared for the next tree.
+        for (std::size_t l = 0; l < n_in; ++l) {
+          for (std::size_t k = 0; k < np; ++k) {
+            estimate[l * np + k] += std::max(0.0, m2[l * np + k] - m1[l * np + k] * m1[l * np + k]);
+          }
+        }
+        std::fill(m1.begin(), m1.end(), 0.0);
+        std::fill(m2.begin(), m2.end(), 0.0);
+      });
+      for (std::size_t l = 0; l < n_in; ++l) {
+        pruned[l] = W[l] > 0.0 && std::isfinite(W[l]);
+        if (!pruned[l]) continue;
+        // Per class c: its share of the smallest estimate of the prefixes it is alive in.
+        double smallest = estimate[l * np + np - 1];
+        for (std::size_t c = np; c-- > 0;) {
+          smallest = std::min(smallest, estimate[l * np + c]);
+          budget[l * np + c] = std::isfinite(smallest) ? share * smallest / static_cast<double>(np) / (2.0 * W[l]) : 0.0;
+        }
       }
-    }
-    double* vector_skipped = skipped.data() + static_cast<std::size_t>(i0 * n_prefix);
-    auto class_of = [](std::int8_t code) { return static_cast<std::size_t>(std::max<std::int8_t>(code, 0)); };
-    prune_vector(lanes, bound, first, n_in, pruned, np, class_of,
-                 [&](std::size_t l, std::size_t c) { return budget[l * np + c]; },
-                 [&](std::size_t l, std::size_t at, double b) {
-                   vector_skipped[l * np + class_of(lanes.code[at])] += 2.0 * W[l] * b;
-                 },
-                 bucket, cut);
-    for (std::size_t l = 0; l < n_in; ++l) {
-      for (std::size_t k = 1; k < np; ++k) vector_skipped[l * np + k] += vector_skipped[l * np + k - 1];
+      double* vector_skipped = skipped.data() + static_cast<std::size_t>(i0 * n_prefix);
+      auto class_of = [](std::int8_t code) { return static_cast<std::size_t>(std::max<std::int8_t>(code, 0)); };
+      prune_vector(lanes, bound, first, n_in, pruned, np, class_of,
+                   [&](std::size_t l, std::size_t c) { return budget[l * np + c]; },
+                   [&](std::size_t l, std::size_t at, double b) {
+                     vector_skipped[l * np + class_of(lanes.code[at])] += 2.0 * W[l] * b;
+                   },
+                   bucket, cut);
+      for (std::size_t l = 0; l < n_in; ++l) {
+        for (std::size_t k = 1; k < np; ++k) vector_skipped[l * np + k] += vector_skipped[l * np + k - 1];
+      }
     }
   }
+  (void)threads;
 }
 
 // Prunes, per row, the leaves of a greedy step (codes from code_greedy: alive with the row's set
@@ -235,9 +291,10 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
 // only (they may move candidate j alone). A candidate's value is then certain within
 // skipped_none + skipped_by[j]: the driver keeps the choice only where the chosen candidate
 // beats every other by more than their two bounds, and recomputes the row unpruned otherwise.
+// The vectors go to up to `threads` threads, as in prune_leaves.
 void prune_greedy_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, const std::uint64_t* sets,
                          Lanes& lanes, std::vector<double>& skipped_none, std::vector<double>& skipped_by,
-                         double share);
+                         double share, int threads);
 
 // Whether the pruned result `value` of a set or prefix is certified (see prune_leaves).
 inline bool certified(double value, double skipped, const PruneBudget& budget) {

@@ -81,7 +81,7 @@ void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::in
     code_set(sets.data(), rows, lanes);
     if (prune.on) {
       prune_leaves(a, boxes, rows, 1, [&](std::int64_t i, std::int64_t) { return sets[static_cast<std::size_t>(i)]; },
-                   lanes, skipped, prune.share);
+                   lanes, skipped, prune.share, threads);
     }
     find_live(a, boxes, lanes, rows, 1, live);
     sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
@@ -176,7 +176,7 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
       prune_leaves(a, boxes, rows, n_steps, [&](std::int64_t i, std::int64_t k) {
         const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
         return sets[(v * steps + static_cast<std::size_t>(k)) * kLanes + l];
-      }, lanes, skipped, prune.share);
+      }, lanes, skipped, prune.share, threads);
     }
     find_live(a, boxes, lanes, rows, static_cast<std::int8_t>(n_steps), live);
     sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
@@ -426,7 +426,7 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
       // Per-row pruning of the greedy steps (not of the last set pass): the first step has
       // nothing to prune against (PG2 of the empty set is 0).
       pruned = prune.on && ranking && step > 0;
-      if (pruned) prune_greedy_leaves(a, boxes, rows, sets.data(), lanes, skipped_none, skipped_by, prune.share);
+      if (pruned) prune_greedy_leaves(a, boxes, rows, sets.data(), lanes, skipped_none, skipped_by, prune.share, threads);
       find_live(a, boxes, lanes, rows, ranking ? kNeverAlive : std::int8_t{1}, live);
       sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
       comp.assign(sum.size(), 0.0);

@@ -36,9 +36,10 @@ void resize_lanes(const Arena& a, const LeafBoxes& boxes, std::int32_t vectors, 
   lanes.n_bounds = static_cast<std::int64_t>(a.bounds.size());
   lanes.n_leaves = boxes.n_leaves();
   const auto v = static_cast<std::size_t>(vectors);
-  lanes.table.assign(v * static_cast<std::size_t>(lanes.n_bounds) * 2 * kLanes, 0.0);
-  lanes.out.assign(v * static_cast<std::size_t>(lanes.n_leaves) * kLanes, 0);
-  lanes.weight.assign(v * static_cast<std::size_t>(lanes.n_leaves) * kLanes, 0.0);
+  // (Not zeroed: fill_block writes every element of table, out, weight and masses.)
+  lanes.table.resize(v * static_cast<std::size_t>(lanes.n_bounds) * 2 * kLanes);
+  lanes.out.resize(v * static_cast<std::size_t>(lanes.n_leaves) * kLanes);
+  lanes.weight.resize(v * static_cast<std::size_t>(lanes.n_leaves) * kLanes);
   lanes.perturbable.assign(v * kLanes, 0);
   lanes.code.assign(lanes.out.size(), kNeverAlive);  // padding lanes: never alive
   lanes.n_slots = boxes.n_slots;
@@ -51,7 +52,7 @@ void resize_lanes(const Arena& a, const LeafBoxes& boxes, std::int32_t vectors, 
     lanes.masses.clear();
     lanes.masses.shrink_to_fit();
   } else {
-    lanes.masses.assign(n_masses, 0.0);
+    lanes.masses.resize(n_masses);
   }
 }
 
@@ -112,6 +113,12 @@ void fill_masses(const LeafBoxes& boxes, std::int32_t v, Lanes& lanes) {
         const double m = (hi[l] - lo[l]) + (hi[kLanes + l] - lo[kLanes + l]);
         slot[l] = m > 0.0 ? m : 0.0;
       }
+    }
+    // The slots of features by category are never read; zeros, so that no slot is left unwritten.
+    for (std::uint64_t f = boxes.constrained[leaf] & boxes.set_features; f != 0; f &= f - 1) {
+      const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
+      double* slot = lanes.masses.data() + masses_at + static_cast<std::size_t>(boxes.slot_of[leaf * d + j]) * kLanes;
+      std::fill(slot, slot + kLanes, 0.0);
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -39,16 +40,42 @@ inline std::uint64_t bit(std::int32_t j) { return std::uint64_t{1} << j; }
 // Sums are compensated (compensated_sum.hpp).
 using pgexact::add_compensated;
 
+// A vector whose new elements are left uninitialised (resize does not zero them): a block's
+// tables, routes and slot masses are written in full by fill_block, and zero-filling them first
+// was a pass of its own over up to 384 MiB before the first unit of work, which also took the
+// fresh pages' faults.
+template <typename T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <typename U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+template <typename T>
+using BlockBuffer = std::vector<T, UninitializedAllocator<T>>;
+
 // Everything a block of rows contributes to the pair sums, laid out with rows in lanes.
 struct Lanes {
   std::int32_t vectors = 0;  // lane vectors in the block
   std::int64_t n_bounds = 0, n_leaves = 0;
-  std::vector<double> table;              // [vector][boundary][T | I][lane]
-  std::vector<std::uint64_t> out;         // [vector][leaf][lane]: features x leaves the path on
-  std::vector<double> weight;             // [vector][leaf][lane]: y_u - f_t(x)
+  // (table, out, weight and masses: BlockBuffers, every element written by fill_block)
+  BlockBuffer<double> table;              // [vector][boundary][T | I][lane]
+  BlockBuffer<std::uint64_t> out;         // [vector][leaf][lane]: features x leaves the path on
+  BlockBuffer<double> weight;             // [vector][leaf][lane]: y_u - f_t(x)
   std::vector<std::uint64_t> perturbable;  // [vector][lane]: the noise moves it and it is not NaN
   std::vector<std::int8_t> code;          // [vector][leaf][lane]: see LaneView
-  std::vector<double> masses;             // [vector][slot][lane]: leaf interval masses
+  BlockBuffer<double> masses;             // [vector][slot][lane]: leaf interval masses
   std::int64_t n_slots = 0;
   // Slot masses not kept (they would pass kMassesBytes): the passes compute them from the
   // tables and the leaves' boxes (LaneView), with the same operations and so the same bits.
@@ -65,19 +92,21 @@ struct Lanes {
                                  : masses.data() + static_cast<std::size_t>(v) * static_cast<std::size_t>(n_slots) * kLanes,
                     out.data() + leaves, boxes->lo.data(), boxes->hi.data(), boxes->n_features};
   }
-  // The mass of leaf's interval on feature j (one it cuts, not by category) in lane l of vector v:
-  // the kept slot, or the same operations on the table.
-  double slot_mass(std::int32_t v, std::int32_t l, std::size_t leaf, std::size_t j) const {
+  // The masses of leaf's interval on feature j (one it cuts, not by category) in the lanes of
+  // vector v: the kept slot, or the same operations on the table, written to `scratch`.
+  const double* slot_masses(std::int32_t v, std::size_t leaf, std::size_t j, double* scratch) const {
     const std::size_t d = static_cast<std::size_t>(boxes->n_features);
     if (!table_masses) {
-      const std::size_t at = (static_cast<std::size_t>(v) * static_cast<std::size_t>(n_slots) +
-                              static_cast<std::size_t>(boxes->slot_of[leaf * d + j])) * kLanes + static_cast<std::size_t>(l);
-      return masses[at];
+      return masses.data() + (static_cast<std::size_t>(v) * static_cast<std::size_t>(n_slots) +
+                              static_cast<std::size_t>(boxes->slot_of[leaf * d + j])) * kLanes;
     }
-    const double* lo = at_bound(v, boxes->lo[leaf * d + j]) + l;
-    const double* hi = at_bound(v, boxes->hi[leaf * d + j]) + l;
-    const double m = (hi[0] - lo[0]) + (hi[kLanes] - lo[kLanes]);
-    return m > 0.0 ? m : 0.0;
+    const double* lo = at_bound(v, boxes->lo[leaf * d + j]);
+    const double* hi = at_bound(v, boxes->hi[leaf * d + j]);
+    for (int l = 0; l < kLanes; ++l) {
+      const double m = (hi[l] - lo[l]) + (hi[kLanes + l] - lo[kLanes + l]);
+      scratch[l] = m > 0.0 ? m : 0.0;
+    }
+    return scratch;
   }
 };
 
