@@ -213,7 +213,7 @@ def test_projection_counts_set_up_once(monkeypatch):
 
 def test_rank_estimate_has_a_floor_of_full_passes(monkeypatch):
     """A short look at the greedy ranking sees its cheap early steps; the estimate is never
-    below PASSES_PER_CANDIDATE (0.5) of its candidates' worth of passes with every feature
+    below PASSES_PER_CANDIDATE (0.4) of its candidates' worth of passes with every feature
     perturbed (two walks of every feature per row where one or two rows rank on the union
     walks), unless the ranking finished within the calibration (then its time is the estimate)."""
     from pgexact._exact import _estimate
@@ -242,9 +242,9 @@ def test_rank_estimate_has_a_floor_of_full_passes(monkeypatch):
         return {"rank": 1.0, "pg2": 2.0}[kind], finished[kind]
 
     monkeypatch.setattr(_estimate, "_calibrate_run", fake)
-    assert _estimate.PASSES_PER_CANDIDATE == 0.5
-    assert _estimate._calibrate(Call(), "rank", None) == 0.5 * 8 * 2.0
-    assert _estimate._calibrate(Call(), "pgi2", None) == 0.5 * 8 * 2.0  # no ranking: greedy
+    assert _estimate.PASSES_PER_CANDIDATE == 0.4
+    assert _estimate._calibrate(Call(), "rank", None) == 0.4 * 8 * 2.0
+    assert _estimate._calibrate(Call(), "pgi2", None) == 0.4 * 8 * 2.0  # no ranking: greedy
     assert _estimate._calibrate(Call(), "pg2", None) == 2.0
     assert seen == [("rank", False), ("pg2", False), ("rank", False), ("pg2", False), ("pg2", False)]
     # a ranking of one or two rows on the union walks: at least two walks of every feature per
