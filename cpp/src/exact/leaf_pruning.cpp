@@ -28,87 +28,71 @@ void prune_greedy_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t ro
                          double share, int threads) {
   const std::size_t d = static_cast<std::size_t>(a.n_features);
   const std::size_t n_leaves = static_cast<std::size_t>(boxes.n_leaves());
-  constexpr std::size_t L = kLanes;
   skipped_none.assign(static_cast<std::size_t>(rows), 0.0);
   skipped_by.assign(static_cast<std::size_t>(rows) * d, 0.0);
-  const std::int64_t vectors = (rows + kLanes - 1) / kLanes;
-#ifdef PGEXACT_OPENMP
-#pragma omp parallel num_threads(prune_threads(threads, vectors, n_leaves))
-#endif
-  {
-    std::vector<double> bound(n_leaves * L), bucket;  // bound [leaf][lane]
-    std::vector<int> cut;
+  for_each_vector(rows, n_leaves, threads, [&](PruneScratch& scratch, std::size_t v, std::int64_t i0, std::size_t n_in) {
+    const std::size_t first = v * n_leaves * kLanes;
     std::uint64_t S[kLanes];
     double W[kLanes], estimate[kLanes], m1[kLanes], m2[kLanes];
     bool pruned[kLanes];
-#ifdef PGEXACT_OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
-    for (std::int64_t vi = 0; vi < vectors; ++vi) {
-      const std::int64_t i0 = vi * kLanes;
-      const std::size_t v = static_cast<std::size_t>(vi);
-      const std::size_t n_in = static_cast<std::size_t>(std::min<std::int64_t>(kLanes, rows - i0));
-      const std::size_t first = v * n_leaves * kLanes;
-      for (std::size_t l = 0; l < n_in; ++l) {
-        S[l] = sets[i0 + static_cast<std::int64_t>(l)] & ~boxes.set_features;
-        estimate[l] = m1[l] = m2[l] = 0.0;
-      }
-      // Per lane, in feature order as a lane at a time took them: the masses on the features
-      // of S (the leaf's mass with S perturbed) and on those x leaves the path on (P_out).
-      auto p_out_of = [&](std::int32_t leaf, std::size_t at, const double* w, double* p_out) {
-        const auto u = static_cast<std::size_t>(leaf);
-        bool alive[kLanes];
-        std::uint64_t reach[kLanes], any = 0;  // out(u) is inside a lane's reach
-        double p_set[kLanes], scratch[kLanes];
-        for (std::size_t l = 0; l < n_in; ++l) {
-          const std::int8_t code = lanes.code[at + l];
-          alive[l] = w[l] != 0.0 && code != kNeverAlive;
-          p_out[l] = alive[l] ? 1.0 : -1.0;
-          reach[l] = alive[l] ? S[l] | (code >= 0 ? bit(code) : 0) : 0;
-          p_set[l] = 1.0;
-          any |= reach[l];
-        }
-        // (A feature by category is no slot: its factor is at most 1.)
-        for (std::uint64_t f = boxes.constrained[u] & any & ~boxes.set_features; f != 0; f &= f - 1) {
-          const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
-          const double* m = lanes.slot_masses(static_cast<std::int32_t>(v), u, j, scratch);
-          // (Without branches on the lanes' bits: a factor a lane does not take is 1.0, and
-          // x * 1.0 is x.)
-          for (std::size_t l = 0; l < n_in; ++l) {
-            const bool in = ((reach[l] >> j) & 1u) != 0;
-            p_set[l] *= in && ((S[l] >> j) & 1u) != 0 ? m[l] : 1.0;
-            p_out[l] *= in && ((lanes.out[at + l] >> j) & 1u) != 0 ? m[l] : 1.0;
-          }
-        }
-        for (std::size_t l = 0; l < n_in; ++l) {
-          if (!alive[l] || lanes.code[at + l] != kNoneMissing) continue;
-          m1[l] += w[l] * p_set[l];
-          m2[l] += w[l] * w[l] * p_set[l];
-        }
-      };
-      bound_leaves(a, boxes, lanes, first, n_in, bound, W, p_out_of, [&] {
-        // The tree's variance with S perturbed, and the sums cleared for the next tree.
-        for (std::size_t l = 0; l < n_in; ++l) {
-          estimate[l] += std::max(0.0, m2[l] - m1[l] * m1[l]);
-          m1[l] = m2[l] = 0.0;
-        }
-      });
-      for (std::size_t l = 0; l < n_in; ++l) {
-        pruned[l] = W[l] > 0.0 && std::isfinite(W[l]) && estimate[l] > 0.0 && std::isfinite(estimate[l]);
-      }
-      // One class per lane: the leaves alive with S and those alive with S + {j} share the budget.
-      prune_vector(lanes, bound, first, n_in, pruned, 1, [](std::int8_t) { return std::size_t{0}; },
-                   [&](std::size_t l, std::size_t) { return share * estimate[l] / (2.0 * W[l]); },
-                   [&](std::size_t l, std::size_t at, double b) {
-                     const std::int8_t code = lanes.code[at];
-                     const std::size_t i = static_cast<std::size_t>(i0) + l;
-                     (code == kNoneMissing ? skipped_none[i] : skipped_by[i * d + static_cast<std::size_t>(code)]) +=
-                         2.0 * W[l] * b;
-                   },
-                   bucket, cut);
+    for (std::size_t l = 0; l < n_in; ++l) {
+      S[l] = sets[i0 + static_cast<std::int64_t>(l)] & ~boxes.set_features;
+      estimate[l] = m1[l] = m2[l] = 0.0;
     }
-  }
-  (void)threads;
+    // Per lane, in feature order as a lane at a time took them: the masses on the features
+    // of S (the leaf's mass with S perturbed) and on those x leaves the path on (P_out).
+    auto p_out_of = [&](std::int32_t leaf, std::size_t at, const double* w, double* p_out) {
+      const auto u = static_cast<std::size_t>(leaf);
+      bool alive[kLanes];
+      std::uint64_t reach[kLanes], any = 0;  // out(u) is inside a lane's reach
+      double p_set[kLanes], computed[kLanes];  // computed: masses from the tables
+      for (std::size_t l = 0; l < n_in; ++l) {
+        const std::int8_t code = lanes.code[at + l];
+        alive[l] = w[l] != 0.0 && code != kNeverAlive;
+        p_out[l] = alive[l] ? 1.0 : -1.0;
+        reach[l] = alive[l] ? S[l] | (code >= 0 ? bit(code) : 0) : 0;
+        p_set[l] = 1.0;
+        any |= reach[l];
+      }
+      // (A feature by category is no slot: its factor is at most 1.)
+      for (std::uint64_t f = boxes.constrained[u] & any & ~boxes.set_features; f != 0; f &= f - 1) {
+        const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
+        const double* m = lanes.slot_masses(static_cast<std::int32_t>(v), u, j, computed);
+        // (Without branches on the lanes' bits: a factor a lane does not take is 1.0, and
+        // x * 1.0 is x.)
+        for (std::size_t l = 0; l < n_in; ++l) {
+          const bool in = ((reach[l] >> j) & 1u) != 0;
+          p_set[l] *= in && ((S[l] >> j) & 1u) != 0 ? m[l] : 1.0;
+          p_out[l] *= in && ((lanes.out[at + l] >> j) & 1u) != 0 ? m[l] : 1.0;
+        }
+      }
+      for (std::size_t l = 0; l < n_in; ++l) {
+        if (!alive[l] || lanes.code[at + l] != kNoneMissing) continue;
+        m1[l] += w[l] * p_set[l];
+        m2[l] += w[l] * w[l] * p_set[l];
+      }
+    };
+    bound_leaves(a, boxes, lanes, first, n_in, scratch.bound, W, p_out_of, [&] {
+      // The tree's variance with S perturbed, and the sums cleared for the next tree.
+      for (std::size_t l = 0; l < n_in; ++l) {
+        estimate[l] += std::max(0.0, m2[l] - m1[l] * m1[l]);
+        m1[l] = m2[l] = 0.0;
+      }
+    });
+    for (std::size_t l = 0; l < n_in; ++l) {
+      pruned[l] = W[l] > 0.0 && std::isfinite(W[l]) && estimate[l] > 0.0 && std::isfinite(estimate[l]);
+    }
+    // One class per lane: the leaves alive with S and those alive with S + {j} share the budget.
+    prune_vector(lanes, scratch.bound, first, n_in, pruned, 1, [](std::int8_t) { return std::size_t{0}; },
+                 [&](std::size_t l, std::size_t) { return share * estimate[l] / (2.0 * W[l]); },
+                 [&](std::size_t l, std::size_t at, double b) {
+                   const std::int8_t code = lanes.code[at];
+                   const std::size_t i = static_cast<std::size_t>(i0) + l;
+                   (code == kNoneMissing ? skipped_none[i] : skipped_by[i * d + static_cast<std::size_t>(code)]) +=
+                       2.0 * W[l] * b;
+                 },
+                 scratch.bucket, scratch.cut);
+  });
 }
 
 }  // namespace pairs

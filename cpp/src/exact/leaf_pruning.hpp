@@ -73,6 +73,36 @@ inline int prune_threads(int threads, std::int64_t vectors, std::size_t n_leaves
   return static_cast<int>(std::max<std::int64_t>(1, std::min({static_cast<std::int64_t>(threads), vectors, fit})));
 }
 
+// A thread's buffers for a pruning: bound[leaf][lane] and prune_vector's buckets and cuts.
+struct PruneScratch {
+  std::vector<double> bound, bucket;
+  std::vector<int> cut;
+};
+
+// Calls vector(scratch, v, i0, n_in) for each vector v of rows [0, rows) (its rows i0 ..
+// i0 + n_in), the vectors on up to `threads` threads (prune_threads), each thread with its own
+// scratch (a bound per leaf and lane): `vector` runs concurrently, so it may write only its own
+// vector's lanes and rows.
+template <typename Vector>
+void for_each_vector(std::int64_t rows, std::size_t n_leaves, int threads, Vector&& vector) {
+  const std::int64_t vectors = (rows + kLanes - 1) / kLanes;
+#ifdef PGEXACT_OPENMP
+#pragma omp parallel num_threads(prune_threads(threads, vectors, n_leaves))
+#endif
+  {
+    PruneScratch scratch;
+    scratch.bound.resize(n_leaves * kLanes);
+#ifdef PGEXACT_OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (std::int64_t v = 0; v < vectors; ++v) {
+      const std::int64_t i0 = v * kLanes;
+      vector(scratch, static_cast<std::size_t>(v), i0, static_cast<std::size_t>(std::min<std::int64_t>(kLanes, rows - i0)));
+    }
+  }
+  (void)threads;
+}
+
 // The first half of both prunings (prune_leaves and prune_greedy_leaves below), for the lanes
 // of one vector (its leaves from `first` on): tree by tree, each leaf through
 // p_out(leaf, at, w, p), which sets p[lane] for the lanes l < n_in of nonzero weight w[l] to
@@ -170,117 +200,103 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
   const std::size_t n_leaves = static_cast<std::size_t>(boxes.n_leaves());
   const std::size_t np = static_cast<std::size_t>(n_prefix);
   constexpr std::size_t L = kLanes;
-  const std::int64_t vectors = (rows + kLanes - 1) / kLanes;
-#ifdef PGEXACT_OPENMP
-#pragma omp parallel num_threads(prune_threads(threads, vectors, n_leaves))
-#endif
-  {
-    // Per lane of the vector: [lane][prefix]; bound [leaf][lane] (prune_vector's buckets and cuts).
-    std::vector<double> bound(n_leaves * L), bucket, m1(L * np), m2(L * np), estimate(L * np), factor(L * np), budget(L * np);
-    std::vector<int> cut;
+  for_each_vector(rows, n_leaves, threads, [&](PruneScratch& scratch, std::size_t v, std::int64_t i0, std::size_t n_in) {
+    const std::size_t first = v * n_leaves * kLanes;
+    // Per lane of the vector: [lane][prefix].
+    std::vector<double> m1(L * np), m2(L * np), estimate(L * np), factor(L * np), budget(L * np);
     std::int32_t position[kLanes][64];
     std::uint64_t S[kLanes];
     double W[kLanes];
     bool pruned[kLanes];
-#ifdef PGEXACT_OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
-    for (std::int64_t vi = 0; vi < vectors; ++vi) {
-      const std::int64_t i0 = vi * kLanes;
-      const std::size_t v = static_cast<std::size_t>(vi);
-      const std::size_t n_in = static_cast<std::size_t>(std::min<std::int64_t>(kLanes, rows - i0));
-      const std::size_t first = v * n_leaves * kLanes;
-      for (std::size_t l = 0; l < n_in; ++l) {
-        const std::int64_t i = i0 + static_cast<std::int64_t>(l);
-        S[l] = set_of(i, n_prefix - 1) & ~boxes.set_features;
-        for (std::size_t j = 0; j < d; ++j) position[l][j] = static_cast<std::int32_t>(np);
-        for (std::int64_t k = n_prefix - 1; k >= 0; --k) {
-          for (std::uint64_t f = set_of(i, k); f != 0; f &= f - 1) {
-            position[l][__builtin_ctzll(f)] = static_cast<std::int32_t>(k);
-          }
+    for (std::size_t l = 0; l < n_in; ++l) {
+      const std::int64_t i = i0 + static_cast<std::int64_t>(l);
+      S[l] = set_of(i, n_prefix - 1) & ~boxes.set_features;
+      for (std::size_t j = 0; j < d; ++j) position[l][j] = static_cast<std::int32_t>(np);
+      for (std::int64_t k = n_prefix - 1; k >= 0; --k) {
+        for (std::uint64_t f = set_of(i, k); f != 0; f &= f - 1) {
+          position[l][__builtin_ctzll(f)] = static_cast<std::int32_t>(k);
         }
-      }
-      std::fill(estimate.begin(), estimate.end(), 0.0);
-      // Per lane, in the order a lane at a time took them: the product over the features of its
-      // set in feature order, each mass into the prefix where its feature enters (or the base,
-      // for those in by the leaf's class), and the prefixes' sums from the leaf's class on.
-      auto p_out_of = [&](std::int32_t leaf, std::size_t at, const double* w, double* p_out) {
-        const auto u = static_cast<std::size_t>(leaf);
-        bool alive[kLanes];
-        std::size_t c[kLanes];
-        double base[kLanes], scratch[kLanes];
-        std::uint64_t taken[kLanes], reach = 0;  // the features each lane's product takes, any lane's
-        for (std::size_t l = 0; l < n_in; ++l) {
-          alive[l] = w[l] != 0.0 && lanes.code[at + l] < n_prefix;
-          p_out[l] = alive[l] ? 1.0 : -1.0;
-          base[l] = 1.0;
-          c[l] = 0;
-          taken[l] = alive[l] ? S[l] : 0;
-          if (!alive[l]) continue;
-          c[l] = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[at + l], 0));
-          std::fill(factor.begin() + static_cast<std::ptrdiff_t>(l * np + c[l]),
-                    factor.begin() + static_cast<std::ptrdiff_t>(l * np + np), 1.0);
-          reach |= S[l];
-        }
-        for (std::uint64_t f = boxes.constrained[u] & reach; f != 0; f &= f - 1) {
-          const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
-          const double* m = lanes.slot_masses(static_cast<std::int32_t>(v), u, j, scratch);
-          // (Without branches on the lanes' bits: a factor a lane does not take is 1.0, and
-          // x * 1.0 is x.)
-          for (std::size_t l = 0; l < n_in; ++l) {
-            const bool in = ((taken[l] >> j) & 1u) != 0;
-            const auto k = static_cast<std::size_t>(position[l][j]);
-            base[l] *= in && k <= c[l] ? m[l] : 1.0;
-            p_out[l] *= in && ((lanes.out[at + l] >> j) & 1u) != 0 ? m[l] : 1.0;
-            if (in && k > c[l] && k < np) factor[l * np + k] *= m[l];
-          }
-        }
-        for (std::size_t l = 0; l < n_in; ++l) {
-          if (!alive[l]) continue;
-          double p = base[l];
-          double* m1_l = m1.data() + l * np;
-          double* m2_l = m2.data() + l * np;
-          for (std::size_t k = c[l]; k < np; ++k) {
-            if (k > c[l]) p *= factor[l * np + k];
-            m1_l[k] += w[l] * p;
-            m2_l[k] += w[l] * w[l] * p;
-          }
-        }
-      };
-      bound_leaves(a, boxes, lanes, first, n_in, bound, W, p_out_of, [&] {
-        // The tree's variance at each prefix, and the sums cleared for the next tree.
-        for (std::size_t l = 0; l < n_in; ++l) {
-          for (std::size_t k = 0; k < np; ++k) {
-            estimate[l * np + k] += std::max(0.0, m2[l * np + k] - m1[l * np + k] * m1[l * np + k]);
-          }
-        }
-        std::fill(m1.begin(), m1.end(), 0.0);
-        std::fill(m2.begin(), m2.end(), 0.0);
-      });
-      for (std::size_t l = 0; l < n_in; ++l) {
-        pruned[l] = W[l] > 0.0 && std::isfinite(W[l]);
-        if (!pruned[l]) continue;
-        // Per class c: its share of the smallest estimate of the prefixes it is alive in.
-        double smallest = estimate[l * np + np - 1];
-        for (std::size_t c = np; c-- > 0;) {
-          smallest = std::min(smallest, estimate[l * np + c]);
-          budget[l * np + c] = std::isfinite(smallest) ? share * smallest / static_cast<double>(np) / (2.0 * W[l]) : 0.0;
-        }
-      }
-      double* vector_skipped = skipped.data() + static_cast<std::size_t>(i0 * n_prefix);
-      auto class_of = [](std::int8_t code) { return static_cast<std::size_t>(std::max<std::int8_t>(code, 0)); };
-      prune_vector(lanes, bound, first, n_in, pruned, np, class_of,
-                   [&](std::size_t l, std::size_t c) { return budget[l * np + c]; },
-                   [&](std::size_t l, std::size_t at, double b) {
-                     vector_skipped[l * np + class_of(lanes.code[at])] += 2.0 * W[l] * b;
-                   },
-                   bucket, cut);
-      for (std::size_t l = 0; l < n_in; ++l) {
-        for (std::size_t k = 1; k < np; ++k) vector_skipped[l * np + k] += vector_skipped[l * np + k - 1];
       }
     }
-  }
-  (void)threads;
+    std::fill(estimate.begin(), estimate.end(), 0.0);
+    // Per lane, in the order a lane at a time took them: the product over the features of its
+    // set in feature order, each mass into the prefix where its feature enters (or the base,
+    // for those in by the leaf's class), and the prefixes' sums from the leaf's class on.
+    auto p_out_of = [&](std::int32_t leaf, std::size_t at, const double* w, double* p_out) {
+      const auto u = static_cast<std::size_t>(leaf);
+      bool alive[kLanes];
+      std::size_t c[kLanes];
+      double base[kLanes], computed[kLanes];  // computed: masses from the tables
+      std::uint64_t taken[kLanes], reach = 0;  // the features each lane's product takes, any lane's
+      for (std::size_t l = 0; l < n_in; ++l) {
+        alive[l] = w[l] != 0.0 && lanes.code[at + l] < n_prefix;
+        p_out[l] = alive[l] ? 1.0 : -1.0;
+        base[l] = 1.0;
+        c[l] = 0;
+        taken[l] = alive[l] ? S[l] : 0;
+        if (!alive[l]) continue;
+        c[l] = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[at + l], 0));
+        std::fill(factor.begin() + static_cast<std::ptrdiff_t>(l * np + c[l]),
+                  factor.begin() + static_cast<std::ptrdiff_t>(l * np + np), 1.0);
+        reach |= S[l];
+      }
+      for (std::uint64_t f = boxes.constrained[u] & reach; f != 0; f &= f - 1) {
+        const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
+        const double* m = lanes.slot_masses(static_cast<std::int32_t>(v), u, j, computed);
+        // (Without branches on the lanes' bits: a factor a lane does not take is 1.0, and
+        // x * 1.0 is x.)
+        for (std::size_t l = 0; l < n_in; ++l) {
+          const bool in = ((taken[l] >> j) & 1u) != 0;
+          const auto k = static_cast<std::size_t>(position[l][j]);
+          base[l] *= in && k <= c[l] ? m[l] : 1.0;
+          p_out[l] *= in && ((lanes.out[at + l] >> j) & 1u) != 0 ? m[l] : 1.0;
+          if (in && k > c[l] && k < np) factor[l * np + k] *= m[l];
+        }
+      }
+      for (std::size_t l = 0; l < n_in; ++l) {
+        if (!alive[l]) continue;
+        double p = base[l];
+        double* m1_l = m1.data() + l * np;
+        double* m2_l = m2.data() + l * np;
+        for (std::size_t k = c[l]; k < np; ++k) {
+          if (k > c[l]) p *= factor[l * np + k];
+          m1_l[k] += w[l] * p;
+          m2_l[k] += w[l] * w[l] * p;
+        }
+      }
+    };
+    bound_leaves(a, boxes, lanes, first, n_in, scratch.bound, W, p_out_of, [&] {
+      // The tree's variance at each prefix, and the sums cleared for the next tree.
+      for (std::size_t l = 0; l < n_in; ++l) {
+        for (std::size_t k = 0; k < np; ++k) {
+          estimate[l * np + k] += std::max(0.0, m2[l * np + k] - m1[l * np + k] * m1[l * np + k]);
+        }
+      }
+      std::fill(m1.begin(), m1.end(), 0.0);
+      std::fill(m2.begin(), m2.end(), 0.0);
+    });
+    for (std::size_t l = 0; l < n_in; ++l) {
+      pruned[l] = W[l] > 0.0 && std::isfinite(W[l]);
+      if (!pruned[l]) continue;
+      // Per class c: its share of the smallest estimate of the prefixes it is alive in.
+      double smallest = estimate[l * np + np - 1];
+      for (std::size_t c = np; c-- > 0;) {
+        smallest = std::min(smallest, estimate[l * np + c]);
+        budget[l * np + c] = std::isfinite(smallest) ? share * smallest / static_cast<double>(np) / (2.0 * W[l]) : 0.0;
+      }
+    }
+    double* vector_skipped = skipped.data() + static_cast<std::size_t>(i0 * n_prefix);
+    auto class_of = [](std::int8_t code) { return static_cast<std::size_t>(std::max<std::int8_t>(code, 0)); };
+    prune_vector(lanes, scratch.bound, first, n_in, pruned, np, class_of,
+                 [&](std::size_t l, std::size_t c) { return budget[l * np + c]; },
+                 [&](std::size_t l, std::size_t at, double b) {
+                   vector_skipped[l * np + class_of(lanes.code[at])] += 2.0 * W[l] * b;
+                 },
+                 scratch.bucket, scratch.cut);
+    for (std::size_t l = 0; l < n_in; ++l) {
+      for (std::size_t k = 1; k < np; ++k) vector_skipped[l * np + k] += vector_skipped[l * np + k - 1];
+    }
+  });
 }
 
 // Prunes, per row, the leaves of a greedy step (codes from code_greedy: alive with the row's set
