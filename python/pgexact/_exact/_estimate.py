@@ -45,9 +45,9 @@ KINDS = ("pg2", "pgi2", "rank")
 #: a greedy ranking on the leaf pairs costs at least this many passes with every feature
 #: perturbed per candidate: measured 0.61-0.90 on 64 rows of boosted models on housing (the
 #: first step sweeps, the last four are one pass of about two; their short look is right within
-#: 0.74-1.06x), 0.22-0.55 on forests, 0.40 on the one whose short look was 25x under (4 rows
-#: of a 20-tree unbounded forest; bench/RESULTS.md, session 15). At 0.5 the floor overestimated
-#: a 5-tree forest's 64 rows 2.25x (0.22 passes a candidate; 1.80x at 0.4)
+#: 0.74-1.06x), 0.22-0.63 on forests, 0.40-0.42 on the one whose short look was 25x under (4
+#: rows of a 20-tree unbounded forest; bench/RESULTS.md, session 15). At 0.5 the floor
+#: overestimated a 5-tree forest's 64 rows 1.7-2.25x (0.22-0.29 passes a candidate; 1.43x at 0.4)
 PASSES_PER_CANDIDATE = 0.4
 #: a greedy ranking on the union walks costs at least its tail walk, about this many walks of
 #: every feature (measured 1.8-6.3 for a whole one-row ranking, d = 8 and 11; the floor a short
