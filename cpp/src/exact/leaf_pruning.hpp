@@ -219,7 +219,6 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
         }
       }
     }
-    std::fill(estimate.begin(), estimate.end(), 0.0);
     // Per lane, in the order a lane at a time took them: the product over the features of its
     // set in feature order, each mass into the prefix where its feature enters (or the base,
     // for those in by the leaf's class), and the prefixes' sums from the leaf's class on.

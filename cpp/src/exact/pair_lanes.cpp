@@ -103,22 +103,17 @@ void fill_masses(const LeafBoxes& boxes, std::int32_t v, Lanes& lanes) {
   // box has no slots.)
   const std::size_t masses_at = static_cast<std::size_t>(v) * static_cast<std::size_t>(lanes.n_slots) * kLanes;
   for (std::size_t leaf = 0; leaf < boxes.leaf_node.size(); ++leaf) {
-    // (A feature perturbed by category is never a slot: its entries carry their own numbers.)
-    for (std::uint64_t f = boxes.constrained[leaf] & ~boxes.set_features; f != 0; f &= f - 1) {
+    for (std::uint64_t f = boxes.constrained[leaf]; f != 0; f &= f - 1) {
       const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
-      const double* lo = table + static_cast<std::size_t>(boxes.lo[leaf * d + j]) * 2 * kLanes;
-      const double* hi = table + static_cast<std::size_t>(boxes.hi[leaf * d + j]) * 2 * kLanes;
       double* slot = lanes.masses.data() + masses_at + static_cast<std::size_t>(boxes.slot_of[leaf * d + j]) * kLanes;
-      for (int l = 0; l < kLanes; ++l) {
-        const double m = (hi[l] - lo[l]) + (hi[kLanes + l] - lo[kLanes + l]);
-        slot[l] = m > 0.0 ? m : 0.0;
+      if ((boxes.set_features >> j) & 1u) {
+        // A feature perturbed by category is never read from a slot (its entries carry their
+        // own numbers): zeros, so that no slot is left unwritten.
+        std::fill(slot, slot + kLanes, 0.0);
+        continue;
       }
-    }
-    // The slots of features by category are never read; zeros, so that no slot is left unwritten.
-    for (std::uint64_t f = boxes.constrained[leaf] & boxes.set_features; f != 0; f &= f - 1) {
-      const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
-      double* slot = lanes.masses.data() + masses_at + static_cast<std::size_t>(boxes.slot_of[leaf * d + j]) * kLanes;
-      std::fill(slot, slot + kLanes, 0.0);
+      interval_masses(table + static_cast<std::size_t>(boxes.lo[leaf * d + j]) * 2 * kLanes,
+                      table + static_cast<std::size_t>(boxes.hi[leaf * d + j]) * 2 * kLanes, slot);
     }
   }
 }

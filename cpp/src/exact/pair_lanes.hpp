@@ -40,6 +40,16 @@ inline std::uint64_t bit(std::int32_t j) { return std::uint64_t{1} << j; }
 // Sums are compensated (compensated_sum.hpp).
 using pgexact::add_compensated;
 
+// The masses of the intervals between boundary cells lo and hi of a vector's table
+// ([T | I][lane] each) in its eight lanes: the very operations of the passes' mass(), so that a
+// kept slot, or one computed again, gives the bits the table would.
+inline void interval_masses(const double* lo, const double* hi, double* masses) {
+  for (int l = 0; l < kLanes; ++l) {
+    const double m = (hi[l] - lo[l]) + (hi[kLanes + l] - lo[kLanes + l]);
+    masses[l] = m > 0.0 ? m : 0.0;
+  }
+}
+
 // A vector whose new elements are left uninitialised (resize does not zero them): a block's
 // tables, routes and slot masses are written in full by fill_block, and zero-filling them first
 // was a pass of its own over up to 384 MiB before the first unit of work, which also took the
@@ -100,12 +110,7 @@ struct Lanes {
       return masses.data() + (static_cast<std::size_t>(v) * static_cast<std::size_t>(n_slots) +
                               static_cast<std::size_t>(boxes->slot_of[leaf * d + j])) * kLanes;
     }
-    const double* lo = at_bound(v, boxes->lo[leaf * d + j]);
-    const double* hi = at_bound(v, boxes->hi[leaf * d + j]);
-    for (int l = 0; l < kLanes; ++l) {
-      const double m = (hi[l] - lo[l]) + (hi[kLanes + l] - lo[kLanes + l]);
-      scratch[l] = m > 0.0 ? m : 0.0;
-    }
+    interval_masses(at_bound(v, boxes->lo[leaf * d + j]), at_bound(v, boxes->hi[leaf * d + j]), scratch);
     return scratch;
   }
 };
