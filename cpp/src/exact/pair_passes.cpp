@@ -240,9 +240,9 @@ __attribute__((always_inline)) inline int top_feature(const std::uint64_t* sets)
   return any_set == 0 ? 0 : 64 - __builtin_clzll(any_set);
 }
 
-// Lane masks of features 0 .. top - 1: all ones in the lanes whose set holds the feature.
-__attribute__((always_inline)) inline void fill_membership(const std::uint64_t* sets, int top, vu* member) {
-  const vu S = load_u(sets);
+// Lane masks of features 0 .. top - 1: all ones in the lanes whose set (S, a set per lane)
+// holds the feature.
+__attribute__((always_inline)) inline void fill_membership(vu S, int top, vu* member) {
   const vu zero_u = {};
   for (int j = 0; j < top; ++j) member[j] = (vu)(((S >> j) & 1u) != zero_u);
 }
@@ -250,7 +250,7 @@ __attribute__((always_inline)) inline void fill_membership(const std::uint64_t* 
 // Lane masks of every feature up to the highest one in any lane of `sets`; returns that bound.
 __attribute__((always_inline)) inline int membership(const std::uint64_t* sets, vu* member) {
   const int top = top_feature(sets);
-  fill_membership(sets, top, member);
+  fill_membership(load_u(sets), top, member);
   return top;
 }
 
@@ -509,14 +509,10 @@ void eval_tail_r(const PairView& pl, const LaneView& lanes, const TailSets& c, d
   // candidate it is (none where the row cannot perturb it).
   vu in_s[64];
   vu is_candidate[R][64];
-  fill_membership(c.sets, top, in_s);
-  {
-    const vu S = load_u(c.sets);
-    const vu zero_u = {};
-    for (int k = 0; k < R; ++k) {
-      const vu candidate = load_u(c.sets + (std::int64_t{1} << k) * kLanes) & ~S;
-      for (int j = 0; j < top; ++j) is_candidate[k][j] = (vu)(((candidate >> j) & 1u) != zero_u);
-    }
+  const vu S = load_u(c.sets);
+  fill_membership(S, top, in_s);
+  for (int k = 0; k < R; ++k) {
+    fill_membership(load_u(c.sets + (std::int64_t{1} << k) * kLanes) & ~S, top, is_candidate[k]);
   }
   vd run[n_sets];
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
