@@ -317,3 +317,31 @@ def test_skipping_falls_back_when_covariances_cancel_the_diagonal():
             got = core_exact.pg2(ensemble(1.0, -(1.0 - eps))._arena, X, np.ones(3, np.uint8), Perturbation(np.full(3, sigma), np.zeros(3, np.uint8)), 2, (Kernel.pairs if shared else Kernel.separate_walks))
             assert np.all(got >= 0.0)
             assert np.max(np.abs(got - exact) / var) < 1e-14
+
+
+def test_one_feature_the_model_does_not_move_within_reach_is_exactly_zero():
+    """PG2 of one feature is a sweep over its boundaries. Where no boundary lies within the
+    uniform noise's support around x_j, f(x') = f(x) for every x' and PG2 is exactly 0, as the
+    library's own predict confirms on a grid of the support; the sweep once reached x's piece
+    through the rounding of every jump to its left and gave (1 ulp)^2 (4.8e-35 here)."""
+    from catboost import CatBoostRegressor
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 6))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    Z = np.nan_to_num(X)
+    y = np.sin(Z[:, 0]) + Z[:, 1] * Z[:, 2] + 0.5 * (Z[:, 3] > 0) * Z[:, 4] + 0.2 * rng.normal(size=500)
+    model = CatBoostRegressor(iterations=25, depth=5, verbose=0, thread_count=1, random_seed=3,
+                              allow_writing_files=False).fit(X, y)
+    ens = pgexact.load(model)
+    row = np.array([[2.04, 0.3, 0.1, 0.0, 0.3, -0.2]])
+    sigma = 0.19
+    half = sigma * np.sqrt(3.0)
+    grid = np.repeat(row, 4001, axis=0)
+    grid[:, 0] = np.linspace(row[0, 0] - half, row[0, 0] + half, 4001)
+    assert np.ptp(model.predict(grid)) == 0.0  # the model is flat in x_0 over the support
+    noise = Perturbation(np.full(6, sigma), np.ones(6, np.uint8))  # uniform
+    mask = np.eye(6, dtype=np.uint8)[0]
+    for kernel in (Kernel.pairs, Kernel.walks, Kernel.reference):
+        assert core_exact.pg2(ens._arena, row, mask, noise, 1, kernel)[0] == 0.0
+    assert pgexact.pg2(model, row, [0], sigma=sigma, noise="uniform")[0] == 0.0
