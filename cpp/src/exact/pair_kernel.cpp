@@ -92,7 +92,15 @@ void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::in
       for (std::int32_t v = 0; v < lanes.vectors; ++v) {
         sweep.passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
       }
-    }, r0 + block < n_rows, &live);
+    }, r0 + block < n_rows, &live, 1, [&](std::int64_t t, const ProjectedView& view, double mult) {
+      // A set is a curve of one prefix (pair_passes.hpp).
+      double* st = sum.data() + static_cast<std::size_t>(t) * width;
+      double* ct = comp.data() + static_cast<std::size_t>(t) * width;
+      for (std::int32_t v = 0; v < lanes.vectors; ++v) {
+        sweep.passes.projected(view, lanes.view(v), CurveSets{sets.data() + v * kLanes}, 1, mult, st + v * kLanes,
+                               ct + v * kLanes);
+      }
+    });
     reduce_trees(sum, comp, n_trees, width, total);
     std::copy(total.begin(), total.begin() + rows, out + r0);
     for (std::int64_t i = 0; prune.on && i < rows; ++i) {
@@ -193,7 +201,15 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
         const CurveSets c{sets.data() + v * per_vector};
         sweep.passes.curve(view, lanes.view(v), c, n_steps, mult, st + v * per_vector, ct + v * per_vector);
       }
-    }, r0 + block < n_rows, &live);
+    }, r0 + block < n_rows, &live, 1, [&](std::int64_t t, const ProjectedView& view, double mult) {
+      // One row or many: the rows in the lanes (a row alone gets lane 0's bits).
+      double* st = sum.data() + static_cast<std::size_t>(t) * width;
+      double* ct = comp.data() + static_cast<std::size_t>(t) * width;
+      for (std::int32_t v = 0; v < lanes.vectors; ++v) {
+        const CurveSets c{sets.data() + v * per_vector};
+        sweep.passes.projected(view, lanes.view(v), c, n_steps, mult, st + v * per_vector, ct + v * per_vector);
+      }
+    });
     reduce_trees(sum, comp, n_trees, width, total);
     for (std::int64_t i = 0; i < rows; ++i) {
       const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);

@@ -9,86 +9,11 @@
 #ifndef PGEXACT_ISA
 #define PGEXACT_ISA isa_base
 #endif
-
-// The lane helpers take and return 64-byte vectors; they are always inlined, so the ABI note
-// GCC and Clang give for builds without AVX-512 does not apply.
-#if defined(__clang__)
-#pragma clang diagnostic ignored "-Wpsabi"
-#elif defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
-
-// A lane permutation by constant indices: GCC and Clang name the builtin differently.
-#if defined(__clang__)
-#define PGEXACT_PERMUTE(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)
-#else
-#define PGEXACT_PERMUTE(v, ...) __builtin_shuffle(v, (decltype(v)){__VA_ARGS__})
-#endif
+#include "lane_vectors.hpp"
 
 namespace pgexact::PGEXACT_ISA {
 namespace {
 
-// Lane vectors as GCC/Clang vector extensions: the compiler maps them onto whatever SIMD the
-// function is built for (one build per x86-64 level), and every clone does the same IEEE
-// operations, so results do not depend on the instruction set picked at run time.
-typedef double vd __attribute__((vector_size(kLanes * sizeof(double))));
-typedef std::uint64_t vu __attribute__((vector_size(kLanes * sizeof(double))));
-typedef std::int64_t vi __attribute__((vector_size(kLanes * sizeof(double))));
-typedef std::int8_t vb __attribute__((vector_size(kLanes)));
-
-__attribute__((always_inline)) inline vd load_d(const double* p) {
-  vd v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-__attribute__((always_inline)) inline vu load_u(const std::uint64_t* p) {
-  vu v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-__attribute__((always_inline)) inline vb load_b(const std::int8_t* p) {
-  vb v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-// The smallest lane of a byte vector.
-__attribute__((always_inline)) inline std::int8_t min_lane(vb a) {
-  vb b = PGEXACT_PERMUTE(a, 4, 5, 6, 7, 0, 1, 2, 3);
-  a = a < b ? a : b;
-  b = PGEXACT_PERMUTE(a, 2, 3, 0, 1, 6, 7, 4, 5);
-  a = a < b ? a : b;
-  b = PGEXACT_PERMUTE(a, 1, 0, 3, 2, 5, 4, 7, 6);
-  a = a < b ? a : b;
-  return a[0];
-}
-__attribute__((always_inline)) inline void store_d(double* p, vd v) { std::memcpy(p, &v, sizeof v); }
-__attribute__((always_inline)) inline vd vabs(vd x) {
-  const vu m = (vu)x & 0x7fffffffffffffffULL;
-  return (vd)m;
-}
-// Whether any lane of a comparison result is set: an OR tree of shuffles (three steps rather
-// than eight lane extractions).
-__attribute__((always_inline)) inline bool any(vi mask) {
-  vu t = (vu)mask;
-  t |= PGEXACT_PERMUTE(t, 4, 5, 6, 7, 0, 1, 2, 3);
-  t |= PGEXACT_PERMUTE(t, 2, 3, 0, 1, 6, 7, 4, 5);
-  t |= PGEXACT_PERMUTE(t, 1, 0, 3, 2, 5, 4, 7, 6);
-  return t[0] != 0;
-}
-__attribute__((always_inline)) inline void add_compensated(double* sum, double* comp, vd x) {
-  const vd s = load_d(sum);
-  const vd t = s + x;
-  const vd c = load_d(comp) + ((vabs(s) >= vabs(x)) ? (s - t) + x : (x - t) + s);
-  store_d(sum, t);
-  store_d(comp, c);
-}
-__attribute__((always_inline)) inline vd mass(const LaneView& lanes, std::int32_t lo, std::int32_t hi) {
-  const double* a = lanes.table + static_cast<std::size_t>(lo) * 2 * kLanes;
-  const double* b = lanes.table + static_cast<std::size_t>(hi) * 2 * kLanes;
-  const vd m = (load_d(b) - load_d(a)) + (load_d(b + kLanes) - load_d(a + kLanes));
-  const vd zero = {};
-  return m > zero ? m : zero;
-}
 // Mass of an intersection on a feature j perturbed by category (pair_passes.hpp, PairView):
 // both[0] where the lane's x_j is in both leaves' sets (x leaves neither path on j), else
 // both[1].
@@ -101,11 +26,6 @@ __attribute__((always_inline)) inline vd category_mass(const LaneView& lanes, co
   const vd inside = none + both[0];  // broadcast
   const vd outside = none + both[1];
   return ((out >> j) & 1u) == zero ? inside : outside;
-}
-// Lane mask of the lanes whose set holds feature j.
-__attribute__((always_inline)) inline vi holds(vu S, std::int32_t j) {
-  const vu zero = {};
-  return ((S >> j) & 1u) != zero;
 }
 
 // The code of a pair for prefixes (LaneView): the larger of its leaves' codes.
@@ -232,13 +152,6 @@ __attribute__((always_inline)) inline bool some_lane_below(const LaneView& lanes
   return min_lane(load_b(lanes.code + static_cast<std::size_t>(u) * kLanes)) < bound;
 }
 
-// One past the highest feature in any lane of `sets`.
-__attribute__((always_inline)) inline int top_feature(const std::uint64_t* sets) {
-  const vu S = load_u(sets);
-  std::uint64_t any_set = 0;
-  for (int l = 0; l < kLanes; ++l) any_set |= S[l];
-  return any_set == 0 ? 0 : 64 - __builtin_clzll(any_set);
-}
 
 // Lane masks of features 0 .. top - 1: all ones in the lanes whose set (S, a set per lane)
 // holds the feature.
@@ -575,6 +488,8 @@ void eval_tail(const PairView& pl, const LaneView& lanes, const TailSets& c, std
 
 }  // namespace
 
-PairPasses passes() { return PairPasses{&eval_set, &eval_curve, &eval_greedy, &eval_curve_row, &eval_tail}; }
+PairPasses passes() {
+  return PairPasses{&eval_set, &eval_curve, &eval_greedy, &eval_curve_row, &eval_tail, &eval_projected};
+}
 
 }  // namespace pgexact::PGEXACT_ISA

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -13,6 +15,7 @@
 
 #include "live_leaves.hpp"
 #include "pair_store.hpp"
+#include "tree_projection.hpp"
 #include "pgexact/exact/category_cells.hpp"
 #include "pgexact/exact/kernels.hpp"  // resolve_threads
 #include "pgexact/exact/run_control.hpp"
@@ -23,6 +26,7 @@ namespace pairs {
 struct ThreadScratch {
   PairScratch box;
   PairList pairs;
+  ProjectedPlan plan;  // a plan built past the Projections' budget
 };
 
 // Runs body(scratch, t) for every first tree t, in parallel, then nothing else: callers keep
@@ -128,6 +132,7 @@ class PairSweep {
         passes(pair_passes()),
         threads(resolve_threads(n_threads, std::max<std::int64_t>(a.n_trees(), n_rows))),
         cache_(a.n_trees(), open_store(a, boxes)),
+        projections_(a, boxes),
         control_(control) {}
 
   // Progress: a tree pair (t, s >= t) of a sweep is leaves(t) * leaves(s) units (its pairs cost
@@ -150,8 +155,12 @@ class PairSweep {
   // With `live`, tree pairs of which one tree has no live leaf are skipped (their pairs add
   // exactly zero), and where live.restricted only the live pairs are enumerated (not kept).
   // `weight`: the sweeps of the plan this one counts for (a pass costing several).
-  template <typename Body>
-  void run(Body&& body, bool again, const Liveness* live = nullptr, std::int64_t weight = 1) {
+  // `projected`: where given, projected(t, view, mult) sums the tree pairs the call's
+  // Projections project (tree_projection.hpp) instead of body summing their pairs.
+  template <typename Body, typename Projected = std::nullptr_t>
+  void run(Body&& body, bool again, const Liveness* live = nullptr, std::int64_t weight = 1,
+           Projected&& projected = nullptr) {
+    constexpr bool can_project = !std::is_same_v<std::decay_t<Projected>, std::nullptr_t>;
     const LiveLeaves filter = live != nullptr ? live->view() : LiveLeaves{nullptr, nullptr};
     // Few live leaves: their pairs alone, unless a kept full list is at hand, or the full list
     // will be read again (a later pass of this call, or a later call) and the budget can keep
@@ -166,6 +175,13 @@ class PairSweep {
         if (skip) {
           advance(control_, weight * leaves(t) * leaves(s));
           continue;
+        }
+        if constexpr (can_project) {
+          if (const ProjectedPlan* plan = projections_.get(t, s, scratch.plan)) {
+            projected(t, plan->view(), 2.0);
+            advance(control_, weight * leaves(t) * leaves(s));
+            continue;
+          }
         }
         for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
           const PairList* kept = restricted && !sparse ? cache_.find(t, s, chunk) : nullptr;
@@ -195,6 +211,7 @@ class PairSweep {
 
  private:
   PairCache cache_;
+  Projections projections_;
   RunControl* control_;
 };
 

@@ -103,6 +103,44 @@ struct TailSets {
   const std::uint64_t* sets;
 };
 
+// A tree pair projected onto the features both trees cut (tree_projection.hpp). With C those
+// features, a pair (u, v) has P(x' in B_u and B_v) = P_C(u meets v) * P_own(u) * P_own(v),
+// where P_own(u) is the product of u's masses on the features it cuts outside C (the other
+// tree does not cut them), so the pair sum is
+//   sum over groups g of the first tree and h of the second whose boxes meet on C of
+//     A(g) A(h) P_C(g meets h),   A(g) = sum over leaves u with u's box on C equal to g's of w_u P_own(u):
+// leaves whose boxes agree on C merge into one group, and a tree pair costs its leaves and the
+// meets of its groups rather than its leaf pairs (CatBoost's oblivious trees of 64 leaves on
+// housing: about 140 items against up to 640 pairs). The leaves of the first tree come first
+// in `leaves`, then those of the second; each leaf's own entries follow the previous leaf's,
+// as each meet's entries follow the previous meet's.
+struct ProjectedLeaf {
+  std::int32_t leaf;    // global leaf index
+  std::uint16_t group;  // its group among its tree's groups
+  std::uint8_t n_own;   // its own entries: features it cuts that the other tree does not
+  std::uint8_t unused;
+};
+struct ProjectedMeet {
+  std::uint16_t g, h;   // a group of the first tree, one of the second, whose boxes meet on C
+  std::uint8_t count;   // entries: features of C on which the meet is narrower than the line
+};
+struct ProjectedView {
+  const ProjectedLeaf* leaves;
+  std::int32_t n_first, n_second;        // leaves of the first tree, of the second
+  std::int32_t groups_first, groups_second;
+  const std::uint8_t* own_feature;       // per own entry
+  const std::int32_t* own_slot;          // per own entry: the leaf's slot (LeafBoxes::slot_of)
+  const ProjectedMeet* meets;
+  std::size_t n_meets;
+  const std::uint8_t* meet_feature;      // per meet entry
+  const std::int32_t* meet_cut;          // per meet entry: lo, hi (boundary indices)
+  std::size_t n_meet_entries;
+  std::uint64_t features;  // every feature either tree splits on: only they change the pair's value
+};
+
+// At most this many leaves per tree, and groups, in a projected tree pair.
+inline constexpr std::int32_t kMaxProjectedLeaves = 64;
+
 // sum/comp: per-lane compensated sums (kLanes values; n_steps * kLanes for the curve);
 // sets: per-lane sets (n_steps * kLanes for the curve); corr: [feature][lane], per feature of
 // the model.
@@ -125,6 +163,14 @@ struct PairPasses {
   // tail agrees with pg2 of that set within 1e-13 relative, not bit for bit).
   void (*tail)(const PairView&, const LaneView&, const TailSets&, std::int64_t n_sets, double mult, double* sum,
                double* comp);
+  // `curve` on a projected tree pair (ProjectedView): PG2 of every prefix in the lanes, into
+  // sum/comp [prefix][lane]; a set is a curve of one prefix (codes 0 or kNeverAlive). The
+  // groups merge the leaf pairs' products in another order (within rounding of the pairs';
+  // the same operations for a set as for the prefix of a curve that is that set). A prefix at
+  // which no lane's set gains a feature either tree splits on adds the previous prefix's value
+  // again: a pair's value changes only at those (codes change only there too).
+  void (*projected)(const ProjectedView&, const LaneView&, const CurveSets&, std::int64_t n_steps, double mult,
+                    double* sum, double* comp);
 };
 
 // The passes for the CPU this runs on; the environment variable PGEXACT_PASSES=base or v3
@@ -134,5 +180,9 @@ const PairPasses& pair_passes();
 namespace isa_base { PairPasses passes(); }
 namespace isa_v3 { PairPasses passes(); }
 namespace isa_v4 { PairPasses passes(); }
+// Each level's build of PairPasses::projected (projected_pass.cpp).
+namespace isa_base { void eval_projected(const ProjectedView&, const LaneView&, const CurveSets&, std::int64_t, double, double*, double*); }
+namespace isa_v3 { void eval_projected(const ProjectedView&, const LaneView&, const CurveSets&, std::int64_t, double, double*, double*); }
+namespace isa_v4 { void eval_projected(const ProjectedView&, const LaneView&, const CurveSets&, std::int64_t, double, double*, double*); }
 
 }  // namespace pgexact

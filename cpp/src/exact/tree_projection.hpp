@@ -1,0 +1,107 @@
+// Internal to the leaf-pair kernel (not installed): tree pairs projected onto the features both
+// trees cut (pair_passes.hpp, ProjectedView, has the sum).
+//
+// Whether a pair (u, v) can have a nonzero term is decided on C alone: on a feature only one
+// tree cuts, the other's box is the real line. So the leaves of each tree are grouped by their
+// boxes on C (intervals, and whether the path admits NaN and zero there: an observed special
+// value can put x in two boxes that do not meet, leaf_pairs.hpp), and the groups g, h whose
+// boxes meet on C, or could both hold a special value, are the pairs of groups ("meets") the
+// pass sums; their leaf pairs are exactly the pairs the enumeration would list. Which leaves
+// group together and which groups meet depends on the model only, so a plan is built once per
+// tree pair and call and kept within a budget.
+//
+// A projection pays where many leaves share a box on C: an oblivious tree (CatBoost) of depth 6
+// on 4-5 features has 64 leaves but few distinct boxes on the 2-3 features a partner shares
+// with it. Deep trees of a forest share nearly every feature and gain nothing: a plan is used
+// only where its items (leaves, own entries, meets and their entries, times kProjectedWeight)
+// cost less than the pairs' (pairs and their entries).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "pgexact/exact/leaf_pairs.hpp"
+#include "pgexact/exact/pair_passes.hpp"
+#include "pgexact/model/arena.hpp"
+
+namespace pgexact {
+namespace pairs {
+
+// The projection of one tree pair (t, s), t != s.
+struct ProjectedPlan {
+  std::vector<ProjectedLeaf> leaves;
+  std::int32_t n_first = 0, n_second = 0, groups_first = 0, groups_second = 0;
+  std::vector<std::uint8_t> own_feature;
+  std::vector<std::int32_t> own_slot;
+  std::vector<ProjectedMeet> meets;
+  std::vector<std::uint8_t> meet_feature;
+  std::vector<std::int32_t> meet_cut;
+  std::uint64_t features = 0;
+  // Scratch of the build: per group, a leaf of it, its size and the hash of its box on C.
+  std::vector<std::int32_t> representative, group_size;
+  std::vector<std::uint64_t> group_key;
+
+  ProjectedView view() const {
+    return ProjectedView{leaves.data(), n_first, n_second, groups_first, groups_second, own_feature.data(),
+                         own_slot.data(), meets.data(), meets.size(), meet_feature.data(), meet_cut.data(),
+                         meet_feature.size(), features};
+  }
+  std::size_t bytes() const {
+    return leaves.size() * sizeof(ProjectedLeaf) + own_feature.size() * 5 + meets.size() * sizeof(ProjectedMeet) +
+           meet_feature.size() * 9 + 128;
+  }
+  void clear();
+};
+
+// A plan is used where its items, times this, are fewer than the pairs' (see above); set from
+// measurements (bench/RESULTS.md, session 17).
+inline constexpr double kProjectedWeight = 2.0;
+
+// Per tree: the features its leaves' boxes cut, and every feature it splits on.
+struct TreeFeatures {
+  std::vector<std::uint64_t> cut, split;
+  TreeFeatures(const Arena& a, const LeafBoxes& boxes);
+};
+
+// Builds the plan of trees t != s into `plan`; returns whether to use it: both trees have at
+// most kMaxProjectedLeaves leaves, no feature is perturbed by category, and (unless `always`)
+// the plan costs less than the pairs.
+bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeFeatures& features, std::int64_t t,
+                       std::int64_t s, bool always, ProjectedPlan& plan);
+
+// How a call uses projections: PGEXACT_PROJECTION=0 never (the leaf pairs everywhere: tests
+// and before/after benchmarks), =always wherever a plan can be built (tests of the pass on every
+// kind of tree), else where it costs less. Read per call.
+enum class ProjectionUse : std::uint8_t { Never, Cheaper, Always };
+ProjectionUse projection_use();
+
+// The plans of one call: built on first use of a tree pair and kept, within a budget, for the
+// call's later blocks of rows; past the budget a plan is built again into the caller's
+// scratch each time. Plans of first tree t are only touched by the thread running t in a sweep
+// (as PairCache's lists), so no lock is needed. Which plans are kept depends on thread timing,
+// but a plan is the same whether kept or built again, and whether a tree pair is projected
+// depends on the model alone, so results do not.
+class Projections {
+ public:
+  Projections(const Arena& a, const LeafBoxes& boxes);
+  bool on() const { return use_ != ProjectionUse::Never; }
+  // The plan of (t, s), s > t, or null where the pair is summed from its leaf pairs.
+  const ProjectedPlan* get(std::int64_t t, std::int64_t s, ProjectedPlan& scratch);
+
+ private:
+  static constexpr std::int64_t kBudget = std::int64_t{256} << 20;
+  const Arena& arena_;
+  const LeafBoxes& boxes_;
+  ProjectionUse use_;
+  std::unique_ptr<TreeFeatures> features_;
+  // Per first tree t, per s - t - 1: 0 not yet decided, 1 leaf pairs, 2 projected (kept where
+  // kept_ has it).
+  std::vector<std::vector<std::uint8_t>> decided_;
+  std::vector<std::vector<std::unique_ptr<ProjectedPlan>>> kept_;
+  std::atomic<std::int64_t> used_{0};
+};
+
+}  // namespace pairs
+}  // namespace pgexact

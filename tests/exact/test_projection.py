@@ -1,0 +1,239 @@
+"""Tree pairs projected onto the features both trees cut (cpp/src/exact/tree_projection.hpp)
+against the unpruned reference (the paper's pair walk), and the projected pass's promises.
+
+A projected tree pair sums groups of leaves (leaves whose boxes agree on the shared features)
+and the pairs of groups that meet, instead of leaf pairs. The default projects the tree pairs
+where that is cheaper (CatBoost's oblivious trees); ``PGEXACT_PROJECTION=always`` projects every
+tree pair it can, so these tests also run it on XGBoost, LightGBM (NaN and zero routed by the
+missing-value rules, where boxes that do not meet can both hold x) and forests, and
+``PGEXACT_PROJECTION=0`` turns it off. Sets and curves must agree with the reference within
+1e-12 relative, never be negative, and give a row the same bits in any batch, on any thread
+count and from every SIMD build.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+import xgboost as xgb
+from catboost import CatBoostRegressor
+from sklearn.ensemble import RandomForestRegressor
+
+import pgexact
+from pgexact._core import exact as core_exact
+from pgexact._core.exact import Kernel, Perturbation
+
+RTOL = 1e-12
+MODES = ("default", "always")
+
+
+def _close(fast, ref):
+    fast = np.asarray(fast)
+    assert np.all(fast >= 0.0)
+    np.testing.assert_allclose(fast, np.asarray(ref), rtol=RTOL, atol=1e-300)
+
+
+def _noise(d, seed):
+    rng = np.random.default_rng(seed)
+    return Perturbation(rng.uniform(0.1, 1.2, size=d), rng.choice(np.array([0, 1, 2], np.uint8), size=d))
+
+
+def _use(monkeypatch, mode):
+    if mode == "default":
+        monkeypatch.delenv("PGEXACT_PROJECTION", raising=False)
+    else:
+        monkeypatch.setenv("PGEXACT_PROJECTION", mode)
+
+
+def _data(seed, n=500, d=6, nan=0.05):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[rng.random(X.shape) < nan] = np.nan
+    Z = np.nan_to_num(X)
+    y = np.sin(Z[:, 0]) + Z[:, 1] * Z[:, 2] + 0.5 * (Z[:, 3] > 0) * Z[:, 4 % d] + 0.2 * rng.normal(size=n)
+    return X, y
+
+
+def _catboost(seed, depth, iterations=25, d=6):
+    X, y = _data(seed, d=d)
+    model = CatBoostRegressor(iterations=iterations, depth=depth, verbose=0, thread_count=1, random_seed=seed,
+                              allow_writing_files=False).fit(X, y)
+    return pgexact.load(model), X
+
+
+def _rows_on_thresholds(ens, X, rng, n):
+    """Rows of X, some with an entry moved exactly onto a split threshold or one ulp beside it,
+    and some NaN."""
+    rows = X[:n].copy()
+    bounds = np.asarray(ens._arena.bounds) if hasattr(ens._arena, "bounds") else None
+    for i in range(0, n, 3):
+        j = int(rng.integers(rows.shape[1]))
+        if bounds is not None and len(bounds):
+            b = float(rng.choice(bounds[np.isfinite(bounds)]))
+            rows[i, j] = [b, np.nextafter(b, -np.inf), np.nextafter(b, np.inf)][i % 3]
+        else:
+            rows[i, j] = np.nan
+    rows[1, 0] = np.nan
+    return rows
+
+
+def _check_sets_and_curves(ens, rows, seed, threads=1):
+    d = ens.n_features
+    rng = np.random.default_rng(seed)
+    noise = _noise(d, seed)
+    for mask in (np.ones(d, np.uint8), (rng.random(d) < 0.5).astype(np.uint8), np.eye(d, dtype=np.uint8)[0]):
+        _close(core_exact.pg2(ens._arena, rows, mask, noise, threads, Kernel.leaf_pairs),
+               core_exact.pg2(ens._arena, rows, mask, noise, 1, Kernel.reference))
+    R = np.array([rng.permutation(d) for _ in range(len(rows))], dtype=np.int64)
+    for steps in (d, 3):
+        _close(core_exact.pg2_curve(ens._arena, rows, R, steps, noise, threads, Kernel.leaf_pairs),
+               core_exact.pg2_curve(ens._arena, rows, R, steps, noise, 1, Kernel.reference))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("seed,depth", [(0, 2), (1, 4), (2, 6), (3, 5)])
+def test_catboost_oblivious_trees_match_the_reference(monkeypatch, mode, seed, depth):
+    """Oblivious trees of every depth up to 6 (64 leaves, the most a projected tree has), rows
+    with NaN and on thresholds: sets, one feature, curves of every and of the first prefixes."""
+    _use(monkeypatch, mode)
+    ens, X = _catboost(seed, depth)
+    rows = _rows_on_thresholds(ens, X, np.random.default_rng(seed), 21)
+    _check_sets_and_curves(ens, rows, seed, threads=1 + seed % 2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_catboost_deeper_than_projected_and_wide(monkeypatch, mode):
+    """Trees of 128 leaves are not projected (more than one chunk); 12 features."""
+    _use(monkeypatch, mode)
+    ens, X = _catboost(4, 7, iterations=8, d=12)
+    _check_sets_and_curves(ens, X[:17], 4)
+
+
+def test_the_default_projects_catboost_and_changes_only_rounding(monkeypatch):
+    """The default projects CatBoost's tree pairs: its values are not the leaf pairs' bits (a
+    projection silently off would leave them so) and agree with them to rounding."""
+    ens, X = _catboost(5, 6, iterations=30)
+    rows = X[:40]
+    d = ens.n_features
+    noise = _noise(d, 5)
+    R = np.array([np.random.default_rng(i).permutation(d) for i in range(len(rows))], dtype=np.int64)
+    monkeypatch.setenv("PGEXACT_PROJECTION", "0")
+    pairs = core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.leaf_pairs)
+    monkeypatch.delenv("PGEXACT_PROJECTION")
+    projected = core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.leaf_pairs)
+    assert np.any(projected != pairs)
+    np.testing.assert_allclose(projected, pairs, rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("zero_as_missing", [False, True])
+def test_always_on_lightgbm_missing_rules(monkeypatch, zero_as_missing):
+    """Every tree pair projected, rows with NaN and exact zeros on a LightGBM model with
+    missing-value splits: groups that hold a special value meet even where their intervals do
+    not."""
+    monkeypatch.setenv("PGEXACT_PROJECTION", "always")
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(600, 4))
+    X[rng.random(X.shape) < 0.15] = np.nan
+    X[rng.random(X.shape) < 0.15] = 0.0
+    y = np.nan_to_num(X[:, 0], nan=2.0) + (X[:, 1] == 0) * 1.5 + np.nan_to_num(X[:, 2]) * 0.5 + 0.1 * rng.normal(size=600)
+    model = lgb.LGBMRegressor(n_estimators=15, num_leaves=12, min_child_samples=5, zero_as_missing=zero_as_missing,
+                              verbose=-1, n_jobs=1).fit(X, y)
+    ens = pgexact.load(model)
+    rows = np.array([[np.nan, 0.0, 0.3, -1.0], [0.0, np.nan, 0.0, 0.5], [1e-36, -0.0, np.nan, np.nan],
+                     [0.2, 0.0, 1.0, 0.0], [np.nan, np.nan, np.nan, 0.1], [0.0, 0.0, 0.0, 0.0]])
+    noise = _noise(4, 2)
+    for mask in ([1, 1, 1, 1], [0, 0, 1, 1], [1, 0, 0, 0], [0, 0, 0, 0]):
+        m = np.array(mask, np.uint8)
+        _close(core_exact.pg2(ens._arena, rows, m, noise, 1, Kernel.leaf_pairs),
+               core_exact.pg2(ens._arena, rows, m, noise, 1, Kernel.reference))
+    R = np.array([[3, 1, 0, 2]] * len(rows), dtype=np.int64)
+    _close(core_exact.pg2_curve(ens._arena, rows, R, 4, noise, 1, Kernel.leaf_pairs),
+           core_exact.pg2_curve(ens._arena, rows, R, 4, noise, 1, Kernel.reference))
+
+
+def test_always_on_xgboost_forests_and_unperturbed_categories(monkeypatch):
+    """Every tree pair projected on XGBoost trees with NaN, a small forest, and a LightGBM
+    model with a categorical feature left unperturbed (its splits route x, and narrow no box)."""
+    monkeypatch.setenv("PGEXACT_PROJECTION", "always")
+    X, y = _data(6)
+    booster = xgb.train(dict(max_depth=4, eta=0.3, nthread=1, tree_method="hist", max_bin=16, seed=0),
+                        xgb.DMatrix(X, label=y, missing=np.nan), num_boost_round=12)
+    ens = pgexact.load(booster)
+    _check_sets_and_curves(ens, _rows_on_thresholds(ens, X, np.random.default_rng(6), 19), 6, threads=2)
+    Xf = np.nan_to_num(X)
+    forest = pgexact.load(RandomForestRegressor(4, max_depth=5, random_state=0, n_jobs=1).fit(Xf, y))
+    _check_sets_and_curves(forest, Xf[:15], 7)
+    rng = np.random.default_rng(4)
+    Xc = np.column_stack([rng.normal(size=800), rng.integers(0, 6, 800).astype(float), rng.normal(size=800)])
+    yc = Xc[:, 0] * (Xc[:, 1] % 3) + Xc[:, 2] + 0.1 * rng.normal(size=800)
+    cat = pgexact.load(lgb.LGBMRegressor(n_estimators=10, num_leaves=8, verbose=-1, n_jobs=1)
+                       .fit(Xc, yc, categorical_feature=[1]))
+    noise = _noise(3, 3)
+    m = np.array([1, 0, 1], np.uint8)
+    _close(core_exact.pg2(cat._arena, Xc[:12], m, noise, 1, Kernel.leaf_pairs),
+           core_exact.pg2(cat._arena, Xc[:12], m, noise, 1, Kernel.reference))
+    R = np.array([[2, 0, 1]] * 12, dtype=np.int64)
+    _close(core_exact.pg2_curve(cat._arena, Xc[:12], R, 2, noise, 1, Kernel.leaf_pairs),
+           core_exact.pg2_curve(cat._arena, Xc[:12], R, 2, noise, 1, Kernel.reference))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_rows_bits_do_not_depend_on_its_batch_or_threads(monkeypatch, mode):
+    """Rows of a batch of 70 (two blocks) equal the same rows alone, bit for bit, on 1 and 2
+    threads; a curve's prefix equals PG2 of that set within rounding."""
+    _use(monkeypatch, mode)
+    ens, X = _catboost(7, 6, iterations=20)
+    rows = X[:70]
+    d = ens.n_features
+    noise = _noise(d, 8)
+    R = np.array([np.random.default_rng(i).permutation(d) for i in range(len(rows))], dtype=np.int64)
+    many = core_exact.pg2_curve(ens._arena, rows, R, d, noise, 2, Kernel.leaf_pairs)
+    np.testing.assert_array_equal(many, core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.leaf_pairs))
+    for i in (0, 7, 8, 63, 64, 69):
+        alone = core_exact.pg2_curve(ens._arena, rows[i : i + 1], R[i : i + 1], d, noise, 1, Kernel.leaf_pairs)
+        np.testing.assert_array_equal(many[i], alone[0])
+    masks = np.zeros((len(rows), d), np.uint8)
+    for i in range(len(rows)):
+        masks[i, R[i, :3]] = 1
+    sets = core_exact.pg2(ens._arena, rows, masks, noise, 1, Kernel.leaf_pairs)
+    np.testing.assert_allclose(sets, many[:, 2], rtol=1e-13, atol=0)
+
+
+def test_every_simd_build_gives_the_same_bits(tmp_path):
+    """The projected pass is built per x86-64 level like the other passes; every level must give
+    the same bits (PGEXACT_PASSES caps the level in a fresh process)."""
+    ens, X = _catboost(9, 6, iterations=15)
+    path = tmp_path / "model.bin"
+    path.write_bytes(pickle.dumps((ens, X[:24])))
+    script = textwrap.dedent(f"""
+        import pickle, signal, sys, numpy as np
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        from pgexact._core import exact as core_exact
+        from pgexact._core.exact import Kernel, Perturbation
+        ens, rows = pickle.loads(open({str(path)!r}, "rb").read())
+        d = ens.n_features
+        noise = Perturbation(np.linspace(0.2, 1.0, d), np.zeros(d, np.uint8))
+        R = np.array([np.random.default_rng(i).permutation(d) for i in range(len(rows))], dtype=np.int64)
+        out = [core_exact.pg2(ens._arena, rows, np.ones(d, np.uint8), noise, 1, Kernel.leaf_pairs),
+               core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.leaf_pairs)]
+        sys.stdout.buffer.write(pickle.dumps(out))
+    """)
+    results = {}
+    for level in ("base", "v3", "best"):
+        env = dict(os.environ)
+        env.pop("PGEXACT_PASSES", None)
+        env["PGEXACT_PROJECTION"] = "always"
+        if level != "best":
+            env["PGEXACT_PASSES"] = level
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, check=True, timeout=600)
+        results[level] = pickle.loads(done.stdout)
+    for level in ("base", "v3"):
+        for a, b in zip(results[level], results["best"]):
+            np.testing.assert_array_equal(a, b)
