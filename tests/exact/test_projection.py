@@ -2,13 +2,14 @@
 against the unpruned reference (the paper's pair walk), and the projected pass's promises.
 
 A projected tree pair sums groups of leaves (leaves whose boxes agree on the shared features)
-and the pairs of groups that meet, instead of leaf pairs. The default projects the tree pairs
+and the pairs of groups that meet, instead of leaf pairs, in sets, curves, greedy steps and the
+greedy ranking's tail. The default projects the tree pairs
 where that is cheaper (CatBoost's oblivious trees); ``PGEXACT_PROJECTION=always`` projects every
 tree pair it can, so these tests also run it on XGBoost, LightGBM (NaN and zero routed by the
 missing-value rules, where boxes that do not meet can both hold x) and forests, and
 ``PGEXACT_PROJECTION=0`` turns it off. Sets and curves must agree with the reference within
 1e-12 relative, never be negative, and give a row the same bits in any batch, on any thread
-count and from every SIMD build.
+count and from every SIMD build; greedy choices must be best candidates by the reference.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def _data(seed, n=500, d=6, nan=0.05):
     X = rng.normal(size=(n, d))
     X[rng.random(X.shape) < nan] = np.nan
     Z = np.nan_to_num(X)
-    y = np.sin(Z[:, 0]) + Z[:, 1] * Z[:, 2] + 0.5 * (Z[:, 3] > 0) * Z[:, 4 % d] + 0.2 * rng.normal(size=n)
+    y = np.sin(Z[:, 0]) + Z[:, 1 % d] * Z[:, 2 % d] + 0.5 * (Z[:, 3 % d] > 0) * Z[:, 4 % d] + 0.2 * rng.normal(size=n)
     return X, y
 
 
@@ -206,6 +207,50 @@ def test_a_rows_bits_do_not_depend_on_its_batch_or_threads(monkeypatch, mode):
     np.testing.assert_allclose(sets, many[:, 2], rtol=1e-13, atol=0)
 
 
+def _check_greedy_against_the_reference(ens, rows, noise, threads=1):
+    """The greedy ranking's curve is the reference's PG2 of its prefixes, and every choice is a
+    best candidate: PG2 of the chosen S + {j}, by the reference, is at least every other
+    candidate's less 1e-12 relative."""
+    d = ens.n_features
+    rk, curve = core_exact.greedy_rank(ens._arena, rows, noise, threads, Kernel.leaf_pairs)
+    _close(curve, core_exact.pg2_curve(ens._arena, rows, rk, d, noise, 1, Kernel.reference))
+    for i in range(len(rows)):
+        for k in range(d - 1):
+            chosen = rk[i, :k]
+            masks = np.zeros((d, d), np.uint8)
+            masks[:, chosen] = 1
+            masks[np.arange(d), np.arange(d)] = 1
+            values = core_exact.pg2(ens._arena, np.repeat(rows[i : i + 1], d, axis=0), masks, noise, 1, Kernel.reference)
+            others = np.setdiff1d(np.arange(d), chosen)
+            assert values[rk[i, k]] >= values[others].max() * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("seed,depth,d", [(10, 6, 6), (11, 4, 3), (12, 5, 9)])
+def test_greedy_ranking_on_projected_pairs(monkeypatch, mode, seed, depth, d):
+    """The greedy steps and the last four steps' tail sum projected tree pairs too: their choices
+    and curves against the reference, NaN in the rows, on 1 and 2 threads (d = 3: the tail
+    alone; d = 9: steps before it)."""
+    _use(monkeypatch, mode)
+    ens, X = _catboost(seed, depth, iterations=20, d=d)
+    rows = X[:10].copy()
+    rows[3, 1] = np.nan
+    _check_greedy_against_the_reference(ens, rows, _noise(d, seed), threads=1 + seed % 2)
+
+
+@pytest.mark.parametrize("pruning", ["1", "reckless"])
+def test_greedy_with_pruning_falls_back_on_projected_pairs(monkeypatch, pruning):
+    """Per-row pruning marks leaves dead in their lanes; the projected passes must drop the same
+    leaves, or the certificates would vouch for sums that kept them (reckless: most rows fail
+    their certificates and are ranked again unpruned)."""
+    monkeypatch.setenv("PGEXACT_LEAF_PRUNING", pruning)
+    ens, X = _catboost(13, 6, iterations=30, d=6)
+    _check_greedy_against_the_reference(ens, X[:12], _noise(6, 13))
+    R = np.array([np.random.default_rng(i).permutation(6) for i in range(12)], dtype=np.int64)
+    _close(core_exact.pg2_curve(ens._arena, X[:12], R, 6, _noise(6, 13), 1, Kernel.leaf_pairs),
+           core_exact.pg2_curve(ens._arena, X[:12], R, 6, _noise(6, 13), 1, Kernel.reference))
+
+
 def test_every_simd_build_gives_the_same_bits(tmp_path):
     """The projected pass is built per x86-64 level like the other passes; every level must give
     the same bits (PGEXACT_PASSES caps the level in a fresh process)."""
@@ -222,7 +267,8 @@ def test_every_simd_build_gives_the_same_bits(tmp_path):
         noise = Perturbation(np.linspace(0.2, 1.0, d), np.zeros(d, np.uint8))
         R = np.array([np.random.default_rng(i).permutation(d) for i in range(len(rows))], dtype=np.int64)
         out = [core_exact.pg2(ens._arena, rows, np.ones(d, np.uint8), noise, 1, Kernel.leaf_pairs),
-               core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.leaf_pairs)]
+               core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.leaf_pairs),
+               *core_exact.greedy_rank(ens._arena, rows, noise, 1, Kernel.leaf_pairs)]
         sys.stdout.buffer.write(pickle.dumps(out))
     """)
     results = {}

@@ -397,7 +397,15 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
             const std::size_t at = static_cast<std::size_t>(v) * n_sets * kLanes;
             sweep.passes.tail(view, lanes.view(v), TailSets{tail_sets.data() + at}, n_tail_sets, mult, st + at, ct + at);
           }
-        }, r0 + block < n_rows, &live, tail_weight);
+        }, r0 + block < n_rows, &live, tail_weight, [&](std::int64_t t, const ProjectedView& view, double mult) {
+          double* st = sum.data() + static_cast<std::size_t>(t) * n_sets * width;
+          double* ct = comp.data() + static_cast<std::size_t>(t) * n_sets * width;
+          for (std::int32_t v = 0; v < lanes.vectors; ++v) {
+            const std::size_t at = static_cast<std::size_t>(v) * n_sets * kLanes;
+            sweep.passes.projected_tail(view, lanes.view(v), TailSets{tail_sets.data() + at}, n_tail_sets, mult,
+                                        st + at, ct + at);
+          }
+        });
         if (sweep.stopped()) return;
         reduce_trees(sum, comp, n_trees, n_sets * width, total);
         for (std::int64_t i = 0; i < rows; ++i) {
@@ -461,7 +469,20 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
             sweep.passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
           }
         }
-      }, ranking || r0 + block < n_rows, &live);
+      }, ranking || r0 + block < n_rows, &live, 1, [&](std::int64_t t, const ProjectedView& view, double mult) {
+        double* st = sum.data() + static_cast<std::size_t>(t) * width;
+        double* ct = comp.data() + static_cast<std::size_t>(t) * width;
+        for (std::int32_t v = 0; v < lanes.vectors; ++v) {
+          if (ranking) {
+            double* rt = corr.data() + static_cast<std::size_t>(t) * corr_width + static_cast<std::size_t>(v) * static_cast<std::size_t>(d) * kLanes;
+            sweep.passes.projected_greedy(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes,
+                                          ct + v * kLanes, rt);
+          } else {
+            sweep.passes.projected(view, lanes.view(v), CurveSets{sets.data() + v * kLanes}, 1, mult, st + v * kLanes,
+                                   ct + v * kLanes);
+          }
+        }
+      });
       if (sweep.stopped()) return;  // unfinished sums: nothing to choose from
       reduce_trees(sum, comp, n_trees, width, total);
       if (step > 0) {

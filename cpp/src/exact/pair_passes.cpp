@@ -137,16 +137,6 @@ __attribute__((always_inline)) inline void for_each_run(const PairView& pl, Live
   }
 }
 
-// Whether every lane of a code vector is kNeverAlive: one compare of its eight bytes (the test
-// that skips a dead pair; the shuffles of a reduction across lanes held about a tenth of a
-// greedy pass's samples in perf).
-__attribute__((always_inline)) inline bool all_never_alive(vb code) {
-  static_assert(kLanes == 8 && kNeverAlive == 0x7f, "eight bytes of 0x7f");
-  std::uint64_t bytes;
-  std::memcpy(&bytes, &code, sizeof bytes);
-  return bytes == 0x7f7f7f7f7f7f7f7fULL;
-}
-
 // Whether leaf u's code (LaneView) is below `bound` in some lane.
 __attribute__((always_inline)) inline bool some_lane_below(const LaneView& lanes, std::int32_t u, std::int64_t bound) {
   return min_lane(load_b(lanes.code + static_cast<std::size_t>(u) * kLanes)) < bound;
@@ -489,7 +479,8 @@ void eval_tail(const PairView& pl, const LaneView& lanes, const TailSets& c, std
 }  // namespace
 
 PairPasses passes() {
-  return PairPasses{&eval_set, &eval_curve, &eval_greedy, &eval_curve_row, &eval_tail, &eval_projected};
+  return PairPasses{&eval_set,  &eval_curve,     &eval_greedy,           &eval_curve_row,
+                    &eval_tail, &eval_projected, &eval_projected_greedy, &eval_projected_tail};
 }
 
 }  // namespace pgexact::PGEXACT_ISA

@@ -24,6 +24,45 @@
 
 namespace pgexact::PGEXACT_ISA {
 
+namespace {
+
+// The masses of leaf `leaf`'s own entries [e, e + n_own) that can be a factor (feature below
+// `top`) into D, their features into feature; returns how many.
+__attribute__((always_inline)) inline std::int32_t own_masses(const ProjectedView& pv, const LaneView& lanes,
+                                                              const ProjectedLeaf& leaf, std::size_t e, int top,
+                                                              vd* D, std::int32_t* feature) {
+  std::int32_t n = 0;
+  for (std::int32_t o = 0; o < leaf.n_own; ++o, ++e) {
+    const std::int32_t j = pv.own_feature[e];
+    if (j >= top) continue;  // in no lane's set: a factor of 1.0
+    if (lanes.masses != nullptr) {
+      D[n] = load_d(lanes.masses + static_cast<std::size_t>(pv.own_slot[e]) * kLanes);
+    } else {  // the leaf's own interval, from the tables (the same bits as a kept slot)
+      const std::size_t box = static_cast<std::size_t>(leaf.leaf) * static_cast<std::size_t>(lanes.n_features) +
+                              static_cast<std::size_t>(j);
+      D[n] = mass(lanes, lanes.leaf_lo[box], lanes.leaf_hi[box]);
+    }
+    feature[n++] = j;
+  }
+  return n;
+}
+
+// The masses of a meet's entries [m, m + count) that can be a factor, as own_masses.
+__attribute__((always_inline)) inline std::int32_t meet_masses(const ProjectedView& pv, const LaneView& lanes,
+                                                               std::size_t m, std::int32_t count, int top, vd* D,
+                                                               std::int32_t* feature) {
+  std::int32_t n = 0;
+  for (std::int32_t x = 0; x < count; ++x, ++m) {
+    const std::int32_t j = pv.meet_feature[m];
+    if (j >= top) continue;
+    D[n] = mass(lanes, pv.meet_cut[2 * m], pv.meet_cut[2 * m + 1]);
+    feature[n++] = j;
+  }
+  return n;
+}
+
+}  // namespace
+
 void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveSets& c, std::int64_t n_steps,
                     double mult, double* sum, double* comp) {
   const int top = top_feature(c.sets + (n_steps - 1) * kLanes);
@@ -72,20 +111,11 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     const vi code = __builtin_convertvector(code_b, vi);
     const vd w = load_d(lanes.weight + at);
     vd D[64];
+    std::int32_t feature[64];
+    const std::int32_t n = own_masses(pv, lanes, leaf, e, top, D, feature);
+    e += leaf.n_own;
     vi in_from[64];
-    std::int32_t n = 0;  // own entries that are a factor at some prefix
-    for (std::int32_t o = 0; o < leaf.n_own; ++o, ++e) {
-      const std::int32_t j = pv.own_feature[e];
-      if (j >= top) continue;  // in no lane's set at any prefix: a factor of 1.0
-      if (lanes.masses != nullptr) {
-        D[n] = load_d(lanes.masses + static_cast<std::size_t>(pv.own_slot[e]) * kLanes);
-      } else {  // the leaf's own interval, from the tables (the same bits as a kept slot)
-        const std::size_t box = static_cast<std::size_t>(leaf.leaf) * static_cast<std::size_t>(lanes.n_features) +
-                                static_cast<std::size_t>(j);
-        D[n] = mass(lanes, lanes.leaf_lo[box], lanes.leaf_hi[box]);
-      }
-      in_from[n++] = enters[j];
-    }
+    for (std::int32_t x = 0; x < n; ++x) in_from[x] = enters[feature[x]];
     const std::int32_t g = leaf.group + (i < pv.n_first ? 0 : pv.groups_first);
     if (from < group_from[g]) group_from[g] = from;
     vd* out = group_sum.data() + g;
@@ -111,14 +141,11 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
       continue;
     }
     vd D[64];
+    std::int32_t feature[64];
+    const std::int32_t n = meet_masses(pv, lanes, m, meet.count, top, D, feature);
+    m += meet.count;
     vi in_from[64];
-    std::int32_t n = 0;
-    for (std::int32_t x = 0; x < meet.count; ++x, ++m) {
-      const std::int32_t j = pv.meet_feature[m];
-      if (j >= top) continue;
-      D[n] = mass(lanes, pv.meet_cut[2 * m], pv.meet_cut[2 * m + 1]);
-      in_from[n++] = enters[j];
-    }
+    for (std::int32_t x = 0; x < n; ++x) in_from[x] = enters[feature[x]];
     const vd* A = group_sum.data();
     for (std::int32_t si = from; si < n_summed; ++si) {
       const std::size_t row = static_cast<std::size_t>(si) * static_cast<std::size_t>(n_groups);
@@ -134,6 +161,275 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
   for (std::int64_t k = 0; k < n_steps; ++k) {
     if (si < n_summed && step[si] == k) last = value[static_cast<std::size_t>(si++)] * mult;
     add_compensated(sum + k * kLanes, comp + k * kLanes, last);
+  }
+}
+
+
+void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const std::uint64_t* S_, double mult,
+                           double* sum, double* comp, double* corr) {
+  // PG2(S), and PG2(S + {j}) for every feature j either tree splits on that some lane lacks:
+  // for any other j, S + {j} has S's value here (no leaf misses only j, no factor is D_j), a
+  // correction of zero. A leaf's product for S + {j} is its product for S, times D_j where j is
+  // one of its own features (in the lanes without j); a meet's likewise. S's own products are
+  // the set pass's (canonical order); S + {j}'s take D_j last (within rounding of a set pass's,
+  // like the tail's).
+  const vu S = load_u(S_);
+  const vu zero_u = {};
+  const vd zero = {};
+  std::uint64_t in_every = ~std::uint64_t{0}, any_set = 0;
+  for (int l = 0; l < kLanes; ++l) {
+    in_every &= S[l];
+    any_set |= S[l];
+  }
+  std::int32_t cand[64];
+  std::int32_t n_cand = 0;
+  std::int32_t slot_of[64];  // per feature: its index among cand, or -1
+  for (int j = 0; j < 64; ++j) slot_of[j] = -1;
+  for (std::uint64_t f = pv.features & ~in_every; f != 0; f &= f - 1) {
+    slot_of[__builtin_ctzll(f)] = n_cand;
+    cand[n_cand++] = __builtin_ctzll(f);
+  }
+  // Factors: a feature below `top` may be in some lane's S or be a candidate.
+  const int top = 64;
+  (void)any_set;
+  const std::int32_t n_groups = pv.groups_first + pv.groups_second;
+  const std::int32_t n_sets = n_cand + 1;  // 0: S; 1 + c: S + {cand[c]}
+  constexpr std::size_t kStackCells = 1024;
+  vd stack_sum[kStackCells];
+  std::uint8_t stack_live[kStackCells];
+  std::vector<vd> heap_sum;
+  std::vector<std::uint8_t> heap_live;
+  const std::size_t cells = static_cast<std::size_t>(n_sets) * static_cast<std::size_t>(n_groups);
+  vd* group_sum = stack_sum;
+  std::uint8_t* group_live = stack_live;
+  if (cells > kStackCells) {
+    heap_sum.resize(cells);
+    heap_live.resize(cells);
+    group_sum = heap_sum.data();
+    group_live = heap_live.data();
+  }
+  for (std::size_t c = 0; c < cells; ++c) {
+    group_sum[c] = zero;
+    group_live[c] = 0;
+  }
+  const vb never = {kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive,
+                    kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive};
+  const std::int32_t n_leaves = pv.n_first + pv.n_second;
+  std::size_t e = 0;
+  for (std::int32_t i = 0; i < n_leaves; ++i) {
+    const ProjectedLeaf& leaf = pv.leaves[i];
+    const std::size_t at = static_cast<std::size_t>(leaf.leaf) * kLanes;
+    const vb code_b = load_b(lanes.code + at);
+    if (all_never_alive(code_b)) {
+      e += leaf.n_own;
+      continue;
+    }
+    const vu live = (vu)__builtin_convertvector(code_b != never, vi);
+    const vu missing = load_u(lanes.out + at) & ~S;  // x leaves the path there, outside S
+    vd D[64];
+    std::int32_t feature[64];
+    const std::int32_t n = own_masses(pv, lanes, leaf, e, top, D, feature);
+    e += leaf.n_own;
+    vd a = load_d(lanes.weight + at);  // w times the masses of S's own features, in order
+    for (std::int32_t x = 0; x < n; ++x) a = (((S >> feature[x]) & 1u) != zero_u) ? a * D[x] : a;
+    const std::size_t g = leaf.group + static_cast<std::size_t>(i < pv.n_first ? 0 : pv.groups_first);
+    // Where some lane has it live (a scalar mask: reductions across lanes per set cost more
+    // than the sums): in S and every S + {j} where x leaves it nowhere outside S, in S + {j}
+    // alone where only on j.
+    bool live_in_s = false;
+    std::uint64_t live_with = 0;  // candidates c (bit c)
+    for (int l = 0; l < kLanes; ++l) {
+      if (code_b[l] == kNeverAlive) continue;
+      if (missing[l] == 0) {
+        live_in_s = true;
+      } else if ((missing[l] & (missing[l] - 1)) == 0) {
+        const std::int32_t c = slot_of[__builtin_ctzll(missing[l])];
+        if (c >= 0) live_with |= std::uint64_t{1} << c;
+      }
+    }
+    if (live_in_s) live_with = n_cand == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n_cand) - 1;
+    if (live_in_s) {
+      const vi alive_s = (missing == zero_u) & (vi)live;
+      group_sum[g] += alive_s ? a : zero;
+      group_live[g] = 1;
+    }
+    if (live_with == 0) continue;
+    // S + {j}: own features j multiply the product in the lanes without j.
+    vd with[64];
+    for (std::int32_t c = 0; c < n_cand; ++c) with[c] = a;
+    for (std::int32_t x = 0; x < n; ++x) {
+      const std::int32_t c = slot_of[feature[x]];
+      if (c >= 0) with[c] = (((S >> feature[x]) & 1u) == zero_u) ? a * D[x] : a;
+    }
+    for (std::uint64_t f = live_with; f != 0; f &= f - 1) {
+      const std::int32_t c = __builtin_ctzll(f);
+      const vi alive = ((missing & ~(vu{} + (std::uint64_t{1} << cand[c]))) == zero_u) & (vi)live;
+      const std::size_t cell = static_cast<std::size_t>(c + 1) * static_cast<std::size_t>(n_groups) + g;
+      group_sum[cell] += alive ? with[c] : zero;
+      group_live[cell] = 1;
+    }
+  }
+  vd value[65];
+  for (std::int32_t si = 0; si < n_sets; ++si) value[si] = zero;
+  std::size_t m = 0;
+  for (std::size_t q = 0; q < pv.n_meets; ++q) {
+    const ProjectedMeet& meet = pv.meets[q];
+    const std::size_t h = static_cast<std::size_t>(pv.groups_first) + meet.h;
+    vd D[64];
+    std::int32_t feature[64];
+    std::int32_t n = -1;  // masses not loaded yet
+    vd in_s = zero;       // the product of S's meet masses (for S + {j})
+    vd extra[64];         // per candidate: D_j where j is an entry of the meet (lanes without j), else 1
+    for (std::int32_t si = 0; si < n_sets; ++si) {
+      const std::size_t row = static_cast<std::size_t>(si) * static_cast<std::size_t>(n_groups);
+      if (!group_live[row + meet.g] || !group_live[row + h]) continue;  // an exact zero in every lane
+      if (n < 0) {
+        n = meet_masses(pv, lanes, m, meet.count, top, D, feature);
+        const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
+        in_s = one;
+        for (std::int32_t x = 0; x < n; ++x) in_s = (((S >> feature[x]) & 1u) != zero_u) ? in_s * D[x] : in_s;
+        for (std::int32_t c = 0; c < n_cand; ++c) extra[c] = one;
+        for (std::int32_t x = 0; x < n; ++x) {
+          const std::int32_t c = slot_of[feature[x]];
+          if (c >= 0) extra[c] = (((S >> feature[x]) & 1u) == zero_u) ? D[x] : one;
+        }
+      }
+      vd P = group_sum[row + meet.g] * group_sum[row + h];
+      if (si == 0) {  // S: the set pass's product, in order
+        for (std::int32_t x = 0; x < n; ++x) P = (((S >> feature[x]) & 1u) != zero_u) ? P * D[x] : P;
+      } else {
+        P = (P * in_s) * extra[si - 1];
+      }
+      value[si] += P;
+    }
+    m += meet.count;
+  }
+  add_compensated(sum, comp, value[0] * mult);
+  for (std::int32_t c = 0; c < n_cand; ++c) {
+    double* out = corr + static_cast<std::size_t>(cand[c]) * kLanes;
+    store_d(out, load_d(out) + (value[c + 1] - value[0]) * mult);
+  }
+}
+
+void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const TailSets& t, std::int64_t n_sets_,
+                         double mult, double* sum, double* comp) {
+  // The sets S + A (TailSets): a leaf's product for S + A is its product for S (the set pass's,
+  // in order) times, for each candidate of A among its own features, that feature's mass: built
+  // up over the subsets as the leaf-pair tail builds them (pair_passes.cpp); a meet's likewise.
+  // A candidate no lane's tree pair splits on changes nothing here: S + A has the value of S +
+  // (A without it), bit for bit, and is not summed again.
+  const auto n_sets = static_cast<std::int32_t>(n_sets_);
+  const std::int32_t r = __builtin_ctz(static_cast<unsigned>(n_sets));
+  const vu S = load_u(t.sets);
+  const vu zero_u = {};
+  const vd zero = {};
+  const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
+  vu candidate[kMaxTailCandidates];  // per lane, candidate k's feature bit (none where not perturbable)
+  std::int32_t relevant = 0;         // candidates some lane's tree pair splits on
+  for (std::int32_t k = 0; k < r; ++k) {
+    candidate[k] = load_u(t.sets + (std::size_t{1} << k) * kLanes) & ~S;
+    for (int l = 0; l < kLanes; ++l) {
+      if ((candidate[k][l] & pv.features) != 0) relevant |= 1 << k;
+    }
+  }
+  // Per subset `need` of the candidates, the sets A (bit A) that hold it.
+  std::uint32_t supersets[1 << kMaxTailCandidates];
+  for (std::int32_t need = 0; need < n_sets; ++need) {
+    supersets[need] = 0;
+    for (std::int32_t A = 0; A < n_sets; ++A) {
+      if ((need & ~A) == 0) supersets[need] |= 1u << A;
+    }
+  }
+  const int top = 64;
+  const std::int32_t n_groups = pv.groups_first + pv.groups_second;
+  vd group_sum[(1 << kMaxTailCandidates) * 2 * kMaxProjectedLeaves];
+  std::uint8_t group_live[(1 << kMaxTailCandidates) * 2 * kMaxProjectedLeaves];
+  const std::size_t cells = static_cast<std::size_t>(n_sets) * static_cast<std::size_t>(n_groups);
+  for (std::size_t c = 0; c < cells; ++c) {
+    group_sum[c] = zero;
+    group_live[c] = 0;
+  }
+  // The candidates' masses among entries: q[k] = D where the entry's feature is candidate k in
+  // the lane, else 1.
+  auto candidate_factors = [&](const vd* D, const std::int32_t* feature, std::int32_t n, vd* q) {
+    for (std::int32_t k = 0; k < r; ++k) q[k] = one;
+    for (std::int32_t x = 0; x < n; ++x) {
+      for (std::int32_t k = 0; k < r; ++k) {
+        q[k] = (((candidate[k] >> feature[x]) & 1u) != zero_u) ? D[x] : q[k];
+      }
+    }
+  };
+  const std::int32_t n_leaves = pv.n_first + pv.n_second;
+  std::size_t e = 0;
+  for (std::int32_t i = 0; i < n_leaves; ++i) {
+    const ProjectedLeaf& leaf = pv.leaves[i];
+    const std::size_t at = static_cast<std::size_t>(leaf.leaf) * kLanes;
+    const vb need_b = load_b(lanes.code + at);
+    if (all_never_alive(need_b)) {
+      e += leaf.n_own;
+      continue;
+    }
+    const vi need = __builtin_convertvector(need_b, vi);  // the subset of candidates it needs
+    // The sets some lane has it live in (a scalar mask: a reduction across lanes per set was a
+    // third of this pass's samples): the supersets of each lane's need.
+    std::uint32_t live_in = 0;
+    for (int l = 0; l < kLanes; ++l) {
+      if (need_b[l] != kNeverAlive) live_in |= supersets[need_b[l]];
+    }
+    vd D[64];
+    std::int32_t feature[64];
+    const std::int32_t n = own_masses(pv, lanes, leaf, e, top, D, feature);
+    e += leaf.n_own;
+    vd a = load_d(lanes.weight + at);
+    for (std::int32_t x = 0; x < n; ++x) a = (((S >> feature[x]) & 1u) != zero_u) ? a * D[x] : a;
+    vd q[kMaxTailCandidates];
+    candidate_factors(D, feature, n, q);
+    const std::size_t g = leaf.group + static_cast<std::size_t>(i < pv.n_first ? 0 : pv.groups_first);
+    vd Q[1 << kMaxTailCandidates];
+    Q[0] = one;
+    for (std::int32_t A = 0; A < n_sets; ++A) {
+      if (A > 0) Q[A] = Q[A & (A - 1)] * q[__builtin_ctz(static_cast<unsigned>(A))];
+      if ((A & ~relevant) != 0 || ((live_in >> A) & 1u) == 0) continue;
+      const vi alive = (need & ~static_cast<std::int64_t>(A)) == 0;
+      const std::size_t cell = static_cast<std::size_t>(A) * static_cast<std::size_t>(n_groups) + g;
+      group_sum[cell] += alive ? (A == 0 ? a : a * Q[A]) : zero;
+      group_live[cell] = 1;
+    }
+  }
+  vd value[1 << kMaxTailCandidates];
+  for (std::int32_t A = 0; A < n_sets; ++A) value[A] = zero;
+  std::size_t m = 0;
+  for (std::size_t qi = 0; qi < pv.n_meets; ++qi) {
+    const ProjectedMeet& meet = pv.meets[qi];
+    const std::size_t h = static_cast<std::size_t>(pv.groups_first) + meet.h;
+    vd D[64];
+    std::int32_t feature[64];
+    std::int32_t n = -1;  // masses not loaded yet
+    vd in_s = one, Q[1 << kMaxTailCandidates];
+    for (std::int32_t A = 0; A < n_sets; ++A) {
+      if ((A & ~relevant) != 0) continue;
+      const std::size_t row = static_cast<std::size_t>(A) * static_cast<std::size_t>(n_groups);
+      if (!group_live[row + meet.g] || !group_live[row + h]) continue;  // an exact zero in every lane
+      if (n < 0) {
+        n = meet_masses(pv, lanes, m, meet.count, top, D, feature);
+        for (std::int32_t x = 0; x < n; ++x) in_s = (((S >> feature[x]) & 1u) != zero_u) ? in_s * D[x] : in_s;
+        vd q[kMaxTailCandidates];
+        candidate_factors(D, feature, n, q);
+        Q[0] = one;
+        for (std::int32_t B = 1; B < n_sets; ++B) Q[B] = Q[B & (B - 1)] * q[__builtin_ctz(static_cast<unsigned>(B))];
+      }
+      vd P = group_sum[row + meet.g] * group_sum[row + h];
+      if (A == 0) {  // S: the set pass's product, in order
+        for (std::int32_t x = 0; x < n; ++x) P = (((S >> feature[x]) & 1u) != zero_u) ? P * D[x] : P;
+      } else {
+        P = (P * in_s) * Q[A];
+      }
+      value[A] += P;
+    }
+    m += meet.count;
+  }
+  for (std::int32_t A = 0; A < n_sets; ++A) {
+    add_compensated(sum + A * kLanes, comp + A * kLanes, value[A & relevant] * mult);
   }
 }
 

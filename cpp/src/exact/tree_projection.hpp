@@ -10,6 +10,9 @@
 // group together and which groups meet depends on the model only, so a plan is built once per
 // tree pair and call and kept within a budget.
 //
+// Every pass of the leaf-pair kernel sums a projected tree pair where the call's Projections
+// give a plan: sets, curves, greedy steps and the greedy tail (projected_pass.cpp).
+//
 // A projection pays where many leaves share a box on C: an oblivious tree (CatBoost) of depth 6
 // on 4-5 features has 64 leaves but few distinct boxes on the 2-3 features a partner shares
 // with it. Deep trees of a forest share nearly every feature and gain nothing: a plan is used

@@ -171,6 +171,14 @@ struct PairPasses {
   // again: a pair's value changes only at those (codes change only there too).
   void (*projected)(const ProjectedView&, const LaneView&, const CurveSets&, std::int64_t n_steps, double mult,
                     double* sum, double* comp);
+  // `greedy` and `tail` on a projected tree pair: PG2(S) into sum/comp and PG2(S + {j}) -
+  // PG2(S) into corr[j] (plain) for every feature j; PG2 of each of the tail's sets. S's sum is
+  // `projected`'s for that set, bit for bit; S + {j}'s and S + A's multiply their candidates'
+  // masses last (within rounding of a set pass's, as the leaf-pair tail's are).
+  void (*projected_greedy)(const ProjectedView&, const LaneView&, const std::uint64_t* sets, double mult,
+                           double* sum, double* comp, double* corr);
+  void (*projected_tail)(const ProjectedView&, const LaneView&, const TailSets&, std::int64_t n_sets, double mult,
+                         double* sum, double* comp);
 };
 
 // The passes for the CPU this runs on; the environment variable PGEXACT_PASSES=base or v3
@@ -180,9 +188,17 @@ const PairPasses& pair_passes();
 namespace isa_base { PairPasses passes(); }
 namespace isa_v3 { PairPasses passes(); }
 namespace isa_v4 { PairPasses passes(); }
-// Each level's build of PairPasses::projected (projected_pass.cpp).
-namespace isa_base { void eval_projected(const ProjectedView&, const LaneView&, const CurveSets&, std::int64_t, double, double*, double*); }
-namespace isa_v3 { void eval_projected(const ProjectedView&, const LaneView&, const CurveSets&, std::int64_t, double, double*, double*); }
-namespace isa_v4 { void eval_projected(const ProjectedView&, const LaneView&, const CurveSets&, std::int64_t, double, double*, double*); }
+// Each level's build of the projected passes (projected_pass.cpp).
+#define PGEXACT_PROJECTED_PASSES                                                                                \
+  void eval_projected(const ProjectedView&, const LaneView&, const CurveSets&, std::int64_t, double, double*,   \
+                      double*);                                                                                 \
+  void eval_projected_greedy(const ProjectedView&, const LaneView&, const std::uint64_t*, double, double*,       \
+                             double*, double*);                                                                 \
+  void eval_projected_tail(const ProjectedView&, const LaneView&, const TailSets&, std::int64_t, double, double*, \
+                           double*);
+namespace isa_base { PGEXACT_PROJECTED_PASSES }
+namespace isa_v3 { PGEXACT_PROJECTED_PASSES }
+namespace isa_v4 { PGEXACT_PROJECTED_PASSES }
+#undef PGEXACT_PROJECTED_PASSES
 
 }  // namespace pgexact
