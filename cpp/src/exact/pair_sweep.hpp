@@ -29,11 +29,12 @@ struct ThreadScratch {
   ProjectedPlan plan;  // a plan built past the Projections' budget
 };
 
-// Runs body(scratch, t) for every first tree t, in parallel, then nothing else: callers keep
-// per-t partial sums and add them in order of t.
+// Runs body(scratch, t0, t1) for every tile [t0, t1) of `tile` consecutive first trees, in
+// parallel, then nothing else: callers keep per-t partial sums and add them in order of t.
 template <typename Body>
-void for_each_first_tree(const Arena& a, int threads, Body&& body) {
+void for_each_first_tile(const Arena& a, int threads, std::int64_t tile, Body&& body) {
   const std::int64_t n_trees = a.n_trees();
+  const std::int64_t n_tiles = (n_trees + tile - 1) / tile;
 #ifdef PGEXACT_OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
@@ -42,9 +43,19 @@ void for_each_first_tree(const Arena& a, int threads, Body&& body) {
 #ifdef PGEXACT_OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-    for (std::int64_t t = 0; t < n_trees; ++t) body(scratch, t);
+    for (std::int64_t i = 0; i < n_tiles; ++i) body(scratch, i * tile, std::min(n_trees, (i + 1) * tile));
   }
   (void)threads;
+}
+
+// First trees per tile: a tile's first trees meet each second tree one after the other, so the
+// second tree's per-row data (8 lanes of weights, codes and slot masses: 20 KB for a CatBoost
+// tree) is read from memory once per tile rather than once per first tree. 32 rows of
+// CatBoostRegressor() (1000 trees, whose slot masses are 20 MB a vector of rows) 20.6 -> 16.4 s
+// at 16 (4: 18.2 s, 64: 16.2 s); 200 trees, whose data stays in cache, no change. At least
+// eight tiles per thread, for the balance.
+inline std::int64_t first_tree_tile(std::int64_t n_trees, int threads) {
+  return std::max<std::int64_t>(1, std::min<std::int64_t>(16, n_trees / (8 * std::max(threads, 1))));
 }
 
 // Leaves of the first tree per enumerated chunk: a chunk's list holds at most 64 times the
@@ -168,40 +179,51 @@ class PairSweep {
     const bool restricted = live != nullptr && live->restricted;
     const bool sparse = live != nullptr && live->sparse;
     const bool reused = again || cache_.later_calls_want_lists();
-    for_each_first_tree(arena, threads, [&](ThreadScratch& scratch, std::int64_t t) {
-      for (std::int64_t s = t; s < arena.n_trees(); ++s) {
-        if (stopped()) return;  // the caller discards a stopped call's sums
-        const bool skip = live != nullptr && (live->tree_live[t] == 0 || live->tree_live[s] == 0);
-        if (skip) {
+    // Pair (t, s) of the sweep; false once the call is stopped (the caller discards a stopped
+    // call's sums).
+    auto visit = [&](ThreadScratch& scratch, std::int64_t t, std::int64_t s) {
+      if (stopped()) return false;
+      const bool skip = live != nullptr && (live->tree_live[t] == 0 || live->tree_live[s] == 0);
+      if (skip) {
+        advance(control_, weight * leaves(t) * leaves(s));
+        return true;
+      }
+      if constexpr (can_project) {
+        if (const ProjectedPlan* plan = projections_.get(t, s, scratch.plan)) {
+          projected(t, plan->view(), 2.0);
           advance(control_, weight * leaves(t) * leaves(s));
-          continue;
-        }
-        if constexpr (can_project) {
-          if (const ProjectedPlan* plan = projections_.get(t, s, scratch.plan)) {
-            projected(t, plan->view(), 2.0);
-            advance(control_, weight * leaves(t) * leaves(s));
-            continue;
-          }
-        }
-        for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
-          const PairList* kept = restricted && !sparse ? cache_.find(t, s, chunk) : nullptr;
-          if (restricted && kept == nullptr && (sparse || !(reused && cache_.has_room()))) {
-            const std::int32_t begin = boxes.tree_first[t] + chunk * kChunkLeaves;
-            const std::int32_t end = std::min(boxes.tree_first[t + 1], begin + kChunkLeaves);
-            scratch.pairs.clear();
-            enumerate_pairs(arena, boxes, t, s, begin, end, scratch.box, scratch.pairs, &filter);
-            body(t, scratch.pairs.view(boxes), s == t ? 1.0 : 2.0);
-          } else if (kept != nullptr) {
-            body(t, kept->view(boxes), s == t ? 1.0 : 2.0);
-          } else {
-            body(t, cache_.get(arena, boxes, t, s, chunk, reused, scratch).view(boxes), s == t ? 1.0 : 2.0);
-          }
-          // Per chunk, not per tree pair: a pair of deep trees is up to 10^8 units, and a
-          // calibration (pgexact.estimate) watching a few tenths of a second needs to see it move.
-          advance(control_, weight * chunk_leaves(t, chunk) * leaves(s));
+          return true;
         }
       }
-    });
+      for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
+        const PairList* kept = restricted && !sparse ? cache_.find(t, s, chunk) : nullptr;
+        if (restricted && kept == nullptr && (sparse || !(reused && cache_.has_room()))) {
+          const std::int32_t begin = boxes.tree_first[t] + chunk * kChunkLeaves;
+          const std::int32_t end = std::min(boxes.tree_first[t + 1], begin + kChunkLeaves);
+          scratch.pairs.clear();
+          enumerate_pairs(arena, boxes, t, s, begin, end, scratch.box, scratch.pairs, &filter);
+          body(t, scratch.pairs.view(boxes), s == t ? 1.0 : 2.0);
+        } else if (kept != nullptr) {
+          body(t, kept->view(boxes), s == t ? 1.0 : 2.0);
+        } else {
+          body(t, cache_.get(arena, boxes, t, s, chunk, reused, scratch).view(boxes), s == t ? 1.0 : 2.0);
+        }
+        // Per chunk, not per tree pair: a pair of deep trees is up to 10^8 units, and a
+        // calibration (pgexact.estimate) watching a few tenths of a second needs to see it move.
+        advance(control_, weight * chunk_leaves(t, chunk) * leaves(s));
+      }
+      return true;
+    };
+    // Each first tree meets its second trees in increasing order (the order of its sums), in
+    // whatever tile.
+    for_each_first_tile(arena, threads, first_tree_tile(arena.n_trees(), threads),
+                        [&](ThreadScratch& scratch, std::int64_t t0, std::int64_t t1) {
+                          for (std::int64_t s = t0; s < arena.n_trees(); ++s) {
+                            for (std::int64_t t = t0; t < std::min(t1, s + 1); ++t) {
+                              if (!visit(scratch, t, s)) return;
+                            }
+                          }
+                        });
   }
 
   const Arena& arena;

@@ -1,18 +1,19 @@
-// One build of the projected pass (pair_passes.hpp, PairPasses::projected); CMake compiles this
-// file once per x86-64 level, like pair_passes.cpp, with PGEXACT_ISA naming the namespace.
+// One build of the projected passes (pair_passes.hpp: PairPasses::projected, projected_greedy,
+// projected_tail); CMake compiles this file once per x86-64 level, like pair_passes.cpp, with
+// PGEXACT_ISA naming the namespace.
 //
-// A projected tree pair (ProjectedView) is summed per prefix k of the lanes' rankings:
-//   A(g) = sum over live leaves u of group g of w_u * prod_{own entries e of u, perturbed at k} D_e
+// A projected tree pair (ProjectedView) is summed per set X of a lane (a prefix of its ranking,
+// its set, a greedy step's S or S + {j}, a tail's S + A):
+//   A_X(g) = sum over leaves u of group g live in X of w_u * prod_{own entries of u in X} D
 // for both trees' groups, then
-//   V_k = sum over meets (g, h) of A(g) A(h) prod_{entries of the meet, perturbed at k} D,
-// each lane on its own (a dead leaf adds an exact zero in its lane). A leaf is live at k where
-// its code (LaneView) is at most k, and a feature is a factor where it entered the lane's set
-// at or before k: both change only at prefixes where some lane's set gains a feature either
-// tree splits on (a code is the position of the last feature x leaves the leaf's path on), so
-// every other prefix's value is the previous one's, bit for bit, and is added again without
-// being summed again. A row's value never depends on its lane neighbours: every lane does the
-// same operations in the same order, and what is skipped (a leaf or a group no lane has live)
-// adds exact zeros.
+//   V_X = sum over meets (g, h) of A_X(g) A_X(h) prod_{entries of the meet in X} D,
+// each lane on its own (a dead leaf adds an exact zero in its lane). A leaf is live in X where
+// x leaves its path only on features of X (its code says so: LaneView), and an entry is a
+// factor where X holds its feature. So the sum changes only with X's features either tree
+// splits on: in a curve, a prefix at which no lane's set gains one repeats the previous
+// prefix's value, bit for bit; in a greedy step, S + {j} for any other j has S's value. A
+// row's value never depends on its lane neighbours: every lane does the same operations in the
+// same order, and what is skipped (a leaf, a group or a set no lane has live) adds exact zeros.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -61,6 +62,42 @@ __attribute__((always_inline)) inline std::int32_t meet_masses(const ProjectedVi
   return n;
 }
 
+// Per set and group, A_X(g), and whether some leaf of g is live in X ([set][group]): on the stack
+// where they fit (a CatBoost tree pair has about 30 groups, a greedy step up to 9 sets on 8
+// features, a tail 16), else on the heap. Zeroed.
+class GroupSums {
+ public:
+  explicit GroupSums(std::size_t cells) {
+    if (cells > kStackCells) {
+      // Doubles, aligned by hand to a vector: a std::vector of the lane vectors came back
+      // misaligned from this file's per-level builds (an aligned store then faulted).
+      heap_sum_.resize((cells + 1) * kLanes);
+      heap_live_.resize(cells);
+      const auto at = reinterpret_cast<std::uintptr_t>(heap_sum_.data());
+      sum = reinterpret_cast<vd*>(at + (alignof(vd) - at % alignof(vd)) % alignof(vd));
+      live = heap_live_.data();
+    }
+    const vd zero = {};
+    for (std::size_t c = 0; c < cells; ++c) {
+      sum[c] = zero;
+      live[c] = 0;
+    }
+  }
+  GroupSums(const GroupSums&) = delete;
+  GroupSums& operator=(const GroupSums&) = delete;
+
+ private:
+  static constexpr std::size_t kStackCells = 1024;
+  vd stack_sum_[kStackCells];
+  std::uint8_t stack_live_[kStackCells];
+  std::vector<double> heap_sum_;
+  std::vector<std::uint8_t> heap_live_;
+
+ public:
+  vd* sum = stack_sum_;
+  std::uint8_t* live = stack_live_;
+};
+
 }  // namespace
 
 void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveSets& c, std::int64_t n_steps,
@@ -89,8 +126,8 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
   const std::int32_t n_groups = pv.groups_first + pv.groups_second;
   // Per summed prefix i and group g, A(g) at [i * n_groups + g]; per group, the first summed
   // prefix at which one of its leaves is live in some lane (n_summed: none).
-  thread_local std::vector<vd> group_sum;
-  group_sum.assign(static_cast<std::size_t>(n_summed) * static_cast<std::size_t>(n_groups), zero);
+  GroupSums groups(static_cast<std::size_t>(n_summed) * static_cast<std::size_t>(n_groups));
+  vd* const group_sum = groups.sum;
   std::int32_t group_from[2 * kMaxProjectedLeaves];
   for (std::int32_t g = 0; g < n_groups; ++g) group_from[g] = n_summed;
   // Leaves: each loads its weight and own masses once and adds its product at every summed
@@ -118,7 +155,7 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     for (std::int32_t x = 0; x < n; ++x) in_from[x] = enters[feature[x]];
     const std::int32_t g = leaf.group + (i < pv.n_first ? 0 : pv.groups_first);
     if (from < group_from[g]) group_from[g] = from;
-    vd* out = group_sum.data() + g;
+    vd* out = group_sum + g;
     for (std::int32_t si = from; si < n_summed; ++si) {
       const std::int64_t k = step[si];
       vd a = w;
@@ -129,8 +166,8 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
   }
   // Meets: each computes its masses once and adds its product at every summed prefix from the
   // later of its groups' first live ones, in meet order at each prefix.
-  thread_local std::vector<vd> value;
-  value.assign(static_cast<std::size_t>(n_summed), zero);
+  vd value[64];
+  for (std::int32_t si = 0; si < n_summed; ++si) value[si] = zero;
   std::size_t m = 0;  // entries of meet q start here
   for (std::size_t q = 0; q < pv.n_meets; ++q) {
     const ProjectedMeet& meet = pv.meets[q];
@@ -146,20 +183,20 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     m += meet.count;
     vi in_from[64];
     for (std::int32_t x = 0; x < n; ++x) in_from[x] = enters[feature[x]];
-    const vd* A = group_sum.data();
+    const vd* A = group_sum;
     for (std::int32_t si = from; si < n_summed; ++si) {
       const std::size_t row = static_cast<std::size_t>(si) * static_cast<std::size_t>(n_groups);
       vd P = A[row + static_cast<std::size_t>(meet.g)] * A[row + static_cast<std::size_t>(h)];
       const std::int64_t k = step[si];
       for (std::int32_t x = 0; x < n; ++x) P = (in_from[x] <= k) ? P * D[x] : P;
-      value[static_cast<std::size_t>(si)] += P;
+      value[si] += P;
     }
   }
   // The prefixes in order: a summed one's value, or the last summed one's again.
   vd last = zero;
   std::int32_t si = 0;
   for (std::int64_t k = 0; k < n_steps; ++k) {
-    if (si < n_summed && step[si] == k) last = value[static_cast<std::size_t>(si++)] * mult;
+    if (si < n_summed && step[si] == k) last = value[si++] * mult;
     add_compensated(sum + k * kLanes, comp + k * kLanes, last);
   }
 }
@@ -176,11 +213,8 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
   const vu S = load_u(S_);
   const vu zero_u = {};
   const vd zero = {};
-  std::uint64_t in_every = ~std::uint64_t{0}, any_set = 0;
-  for (int l = 0; l < kLanes; ++l) {
-    in_every &= S[l];
-    any_set |= S[l];
-  }
+  std::uint64_t in_every = ~std::uint64_t{0};
+  for (int l = 0; l < kLanes; ++l) in_every &= S[l];
   std::int32_t cand[64];
   std::int32_t n_cand = 0;
   std::int32_t slot_of[64];  // per feature: its index among cand, or -1
@@ -189,29 +223,12 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
     slot_of[__builtin_ctzll(f)] = n_cand;
     cand[n_cand++] = __builtin_ctzll(f);
   }
-  // Factors: a feature below `top` may be in some lane's S or be a candidate.
-  const int top = 64;
-  (void)any_set;
+  const int top = 64;  // any feature may be in some lane's S or be a candidate
   const std::int32_t n_groups = pv.groups_first + pv.groups_second;
   const std::int32_t n_sets = n_cand + 1;  // 0: S; 1 + c: S + {cand[c]}
-  constexpr std::size_t kStackCells = 1024;
-  vd stack_sum[kStackCells];
-  std::uint8_t stack_live[kStackCells];
-  std::vector<vd> heap_sum;
-  std::vector<std::uint8_t> heap_live;
-  const std::size_t cells = static_cast<std::size_t>(n_sets) * static_cast<std::size_t>(n_groups);
-  vd* group_sum = stack_sum;
-  std::uint8_t* group_live = stack_live;
-  if (cells > kStackCells) {
-    heap_sum.resize(cells);
-    heap_live.resize(cells);
-    group_sum = heap_sum.data();
-    group_live = heap_live.data();
-  }
-  for (std::size_t c = 0; c < cells; ++c) {
-    group_sum[c] = zero;
-    group_live[c] = 0;
-  }
+  GroupSums groups(static_cast<std::size_t>(n_sets) * static_cast<std::size_t>(n_groups));
+  vd* const group_sum = groups.sum;
+  std::uint8_t* const group_live = groups.live;
   const vb never = {kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive,
                     kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive};
   const std::int32_t n_leaves = pv.n_first + pv.n_second;
@@ -342,13 +359,9 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
   }
   const int top = 64;
   const std::int32_t n_groups = pv.groups_first + pv.groups_second;
-  vd group_sum[(1 << kMaxTailCandidates) * 2 * kMaxProjectedLeaves];
-  std::uint8_t group_live[(1 << kMaxTailCandidates) * 2 * kMaxProjectedLeaves];
-  const std::size_t cells = static_cast<std::size_t>(n_sets) * static_cast<std::size_t>(n_groups);
-  for (std::size_t c = 0; c < cells; ++c) {
-    group_sum[c] = zero;
-    group_live[c] = 0;
-  }
+  GroupSums groups(static_cast<std::size_t>(n_sets) * static_cast<std::size_t>(n_groups));
+  vd* const group_sum = groups.sum;
+  std::uint8_t* const group_live = groups.live;
   // The candidates' masses among entries: q[k] = D where the entry's feature is candidate k in
   // the lane, else 1.
   auto candidate_factors = [&](const vd* D, const std::int32_t* feature, std::int32_t n, vd* q) {
