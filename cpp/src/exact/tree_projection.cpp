@@ -7,6 +7,22 @@
 namespace pgexact {
 namespace pairs {
 
+ProjectedPlan ProjectedPlan::without_scratch() const {
+  ProjectedPlan copy;
+  copy.leaves = leaves;
+  copy.n_first = n_first;
+  copy.n_second = n_second;
+  copy.groups_first = groups_first;
+  copy.groups_second = groups_second;
+  copy.own_feature = own_feature;
+  copy.own_slot = own_slot;
+  copy.meets = meets;
+  copy.meet_feature = meet_feature;
+  copy.meet_cut = meet_cut;
+  copy.features = features;
+  return copy;
+}
+
 void ProjectedPlan::clear() {
   leaves.clear();
   own_feature.clear();
@@ -193,33 +209,27 @@ Projections::Projections(const Arena& a, const LeafBoxes& boxes)
   if (boxes.set_features != 0 || a.n_trees() < 2) use_ = ProjectionUse::Never;
   if (use_ == ProjectionUse::Never) return;
   features_ = std::make_unique<TreeFeatures>(a, boxes);
-  const std::int64_t n_trees = a.n_trees();
-  decided_.resize(static_cast<std::size_t>(n_trees));
-  kept_.resize(static_cast<std::size_t>(n_trees));
-  for (std::int64_t t = 0; t < n_trees; ++t) {
-    decided_[static_cast<std::size_t>(t)].assign(static_cast<std::size_t>(n_trees - t - 1), 0);
-    kept_[static_cast<std::size_t>(t)].resize(static_cast<std::size_t>(n_trees - t - 1));
-  }
+  decided_.resize(static_cast<std::size_t>(a.n_trees()));
+  kept_.resize(static_cast<std::size_t>(a.n_trees()));
 }
 
 const ProjectedPlan* Projections::get(std::int64_t t, std::int64_t s, ProjectedPlan& scratch) {
   if (use_ == ProjectionUse::Never || s <= t) return nullptr;
-  const auto at = static_cast<std::size_t>(s - t - 1);
-  std::uint8_t& decided = decided_[static_cast<std::size_t>(t)][at];
+  std::vector<std::uint8_t>& decided_t = decided_[static_cast<std::size_t>(t)];
+  if (decided_t.empty()) decided_t.assign(static_cast<std::size_t>(arena_.n_trees() - t - 1), 0);  // first use
+  std::uint8_t& decided = decided_t[static_cast<std::size_t>(s - t - 1)];
   if (decided == 1) return nullptr;
-  std::unique_ptr<ProjectedPlan>& kept = kept_[static_cast<std::size_t>(t)][at];
-  if (kept) return kept.get();
+  auto& kept_t = kept_[static_cast<std::size_t>(t)];
+  if (decided == 2) {
+    const auto hit = kept_t.find(s);
+    if (hit != kept_t.end()) return hit->second.get();
+  }
   const bool use = project_tree_pair(arena_, boxes_, *features_, t, s, use_ == ProjectionUse::Always, scratch);
   decided = use ? 2 : 1;
   if (!use) return nullptr;
   const auto bytes = static_cast<std::int64_t>(scratch.bytes());
   if (used_.fetch_add(bytes) + bytes <= kBudget) {
-    kept = std::make_unique<ProjectedPlan>(scratch);
-    kept->representative.clear();
-    kept->representative.shrink_to_fit();
-    kept->group_size.clear();
-    kept->group_size.shrink_to_fit();
-    return kept.get();
+    return kept_t.emplace(s, std::make_unique<ProjectedPlan>(scratch.without_scratch())).first->second.get();
   }
   used_.fetch_sub(bytes);
   return &scratch;

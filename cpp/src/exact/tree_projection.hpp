@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "pgexact/exact/leaf_pairs.hpp"
@@ -56,6 +57,8 @@ struct ProjectedPlan {
            meet_feature.size() * 9 + 128;
   }
   void clear();
+  // The plan alone, without the build's scratch (what a kept plan holds).
+  ProjectedPlan without_scratch() const;
 };
 
 // A plan is used where its items, times this, are fewer than the pairs' (see above); set from
@@ -99,10 +102,10 @@ class Projections {
   const LeafBoxes& boxes_;
   ProjectionUse use_;
   std::unique_ptr<TreeFeatures> features_;
-  // Per first tree t, per s - t - 1: 0 not yet decided, 1 leaf pairs, 2 projected (kept where
-  // kept_ has it).
+  // Per first tree t (allocated on its first use), per s - t - 1: 0 not yet decided, 1 leaf
+  // pairs, 2 projected (kept where kept_[t] has s).
   std::vector<std::vector<std::uint8_t>> decided_;
-  std::vector<std::vector<std::unique_ptr<ProjectedPlan>>> kept_;
+  std::vector<std::unordered_map<std::int64_t, std::unique_ptr<ProjectedPlan>>> kept_;
   std::atomic<std::int64_t> used_{0};
 };
 
