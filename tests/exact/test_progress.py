@@ -211,6 +211,21 @@ def test_projection_counts_set_up_once(monkeypatch):
     assert p.projected_seconds() == pytest.approx(11.0 + 0.998 * 1000.0)
 
 
+def test_projection_rate_starts_at_the_first_report_not_the_first_look(monkeypatch):
+    """Reports of work come every 25 ms, the first look at the projection half a second into the
+    call: the rate must run from the first report. Taken at the first look, there was no rate
+    yet and elapsed / fraction, set-up included, projected 66 s for a CatBoost call of 29 s (a
+    false PerformanceWarning)."""
+    clock = {"now": 0.0}
+    monkeypatch.setattr(_progress.time, "perf_counter", lambda: clock["now"])
+    p = _progress.Progress(False, 1, "pgi2", warn=False)
+    update = p.stage()
+    for now, done in ((0.3, 1), (0.4, 2), (0.5, 3)):  # 0.3 s of set-up, then 0.1 % per 0.1 s
+        clock["now"] = now
+        update(done, 1000)
+    assert p.projected_seconds() == pytest.approx(0.5 + 0.997 * 100.0)
+
+
 def test_rank_estimate_has_a_floor_of_full_passes(monkeypatch):
     """A short look at the greedy ranking sees its cheap early steps; the estimate is never
     below PASSES_PER_CANDIDATE (0.4) of its candidates' worth of passes with every feature

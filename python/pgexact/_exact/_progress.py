@@ -94,6 +94,8 @@ class Progress:
     def update(self, done: int, total: int) -> None:
         """``done`` of ``total`` units of the current stage are done."""
         self._fraction = min(max(done / total, 0.0), 1.0) if total > 0 else 0.0
+        if self._first_work is None and self.fraction() > 0:
+            self._first_work = (time.perf_counter() - self._start, self.fraction())
         self._refresh()
 
     def advance(self, done: int, total: int) -> None:
@@ -118,12 +120,21 @@ class Progress:
         f = self.fraction()
         if f <= 0:
             return None
-        if self._first_work is None:
-            self._first_work = (now, f)
-        t0, f0 = self._first_work
-        if f > f0 and now > t0:
+        if self._has_rate():
+            t0, f0 = self._first_work  # type: ignore[misc]
             return now + (1.0 - f) * (now - t0) / (f - f0)
         return now / f
+
+    def _has_rate(self) -> bool:
+        """Whether work was reported done after the first report of work: only then is there a
+        rate to project from. The first report is taken when it comes (update), not at the first
+        look at the projection, half a second in: on CatBoost's 1000 trees that look found no
+        rate yet and its elapsed / fraction, which carries the set-up, projected 66 s for a call
+        of 29 s and warned."""
+        if self._first_work is None:
+            return False
+        t0, f0 = self._first_work
+        return self.fraction() > f0 and time.perf_counter() - self._start > t0
 
     def _refresh(self) -> None:
         elapsed = time.perf_counter() - self._start
