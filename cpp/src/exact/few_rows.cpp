@@ -19,14 +19,16 @@ bool few_rows_on_walks(const Arena& a, const Noise& noise, std::int64_t n_rows, 
     // One row's sets and curves, whatever the trees, on one walk over the union of its sets.
     return n_rows == 1;
   }
-  // Complete trees: CatBoost's oblivious trees, laid out as complete trees. With the tail walk
-  // (greedy_tail.hpp) their greedy rankings gain up to eight rows (CatBoost(200) on housing,
-  // leaf pairs over one row at a time on the union walks: 4 / 8 / 16 rows, 1 thread 3.1 / 1.5 /
-  // -, 2 threads 2.9 / 1.5 / 0.9; CatBoost(1000), 4 rows, 1 thread: 180 s against 55 s); other
-  // models' lose past two (XGBoost 0.98 at 4 rows, LightGBM 0.85, RandomForest(20,
-  // max_depth=10) 0.57 at 3 rows; unbounded forests of 3-5 trees gain up to six).
+  // Complete trees: CatBoost's oblivious trees, laid out as complete trees. Their tree pairs
+  // are projected onto shared features on the leaf pairs' side (tree_projection.hpp), which
+  // made those faster from two rows on: greedy rankings, 1 thread, walks against projected
+  // pairs, CatBoost(200) on housing 1 / 2 / 8 rows 0.51 / 1.11 / 4.27 s against 0.63 / 0.69 /
+  // 0.86 s, CatBoost(1000) 1 / 2 rows 12.5 / 27.1 s against 22.2 / 23.0 s (before the
+  // projection the walks won up to eight rows). Other models' walks lose past two (XGBoost 0.98
+  // at 4 rows, LightGBM 0.85, RandomForest(20, max_depth=10) 0.57 at 3 rows; unbounded forests
+  // of 3-5 trees gain up to six).
   const bool complete = a.max_depth < 31 && a.n_leaves() == (a.n_trees() << a.max_depth);
-  return n_rows <= (complete ? 8 : 2);
+  return n_rows <= (complete ? 1 : 2);
 }
 
 std::int64_t few_rows_chunk(const Arena& a, std::int64_t count, int n_threads) {

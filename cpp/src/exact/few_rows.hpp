@@ -11,7 +11,8 @@
 //   RandomForest(20, max_depth=10) 1.1; 1.2-1.5x faster than the shared walks of the prefixes.
 //   Its threads share the tree pairs, so a second thread helps (1.5-2x on boosting models; the
 //   shared walks could only share a row's prefixes, and lost on CatBoost's trees);
-// - a greedy ranking of at most two rows (eight of complete trees, CatBoost's oblivious ones)
+// - a greedy ranking of at most two rows (one of complete trees, CatBoost's oblivious ones,
+//   whose projected tree pairs make the leaf pairs faster from two rows: few_rows.cpp)
 //   takes a union walk per row and step, its lanes the step's candidates S + {j}: leaf pairs
 //   over the shared walks that took them before, one row, 2.5 (XGBoost), 1.9 (LightGBM), 5.7
 //   (CatBoost(200)), 1.9 (RandomForest(20, max_depth=10)); two rows 1.4, 1.1, 3.7, 1.1; four
