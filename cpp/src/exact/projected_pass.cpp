@@ -62,6 +62,23 @@ __attribute__((always_inline)) inline std::int32_t meet_masses(const ProjectedVi
   return n;
 }
 
+// Calls body(i, leaf, at, code, e) for every leaf of the pair (i: its index in the view) that
+// some lane has not marked kNeverAlive, `at` the offset of its lanes and `e` its first own
+// entry; steps over the others (exact zeros in every lane of every set).
+template <typename Body>
+__attribute__((always_inline)) inline void for_each_leaf_live_somewhere(const ProjectedView& pv,
+                                                                        const LaneView& lanes, Body&& body) {
+  const std::int32_t n_leaves = pv.n_first + pv.n_second;
+  std::size_t e = 0;
+  for (std::int32_t i = 0; i < n_leaves; ++i) {
+    const ProjectedLeaf& leaf = pv.leaves[i];
+    const std::size_t at = static_cast<std::size_t>(leaf.leaf) * kLanes;
+    const vb code = load_b(lanes.code + at);
+    if (!all_never_alive(code)) body(i, leaf, at, code, e);
+    e += leaf.n_own;
+  }
+}
+
 // Per set and group, A_X(g), and whether some leaf of g is live in X ([set][group]): on the stack
 // where they fit (a CatBoost tree pair has about 30 groups, a greedy step up to 9 sets on 8
 // features, a tail 16), else on the heap. Zeroed.
@@ -231,22 +248,13 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
   std::uint8_t* const group_live = groups.live;
   const vb never = {kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive,
                     kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive};
-  const std::int32_t n_leaves = pv.n_first + pv.n_second;
-  std::size_t e = 0;
-  for (std::int32_t i = 0; i < n_leaves; ++i) {
-    const ProjectedLeaf& leaf = pv.leaves[i];
-    const std::size_t at = static_cast<std::size_t>(leaf.leaf) * kLanes;
-    const vb code_b = load_b(lanes.code + at);
-    if (all_never_alive(code_b)) {
-      e += leaf.n_own;
-      continue;
-    }
+  for_each_leaf_live_somewhere(pv, lanes, [&](std::int32_t i, const ProjectedLeaf& leaf, std::size_t at, vb code_b,
+                                               std::size_t e) {
     const vu live = (vu)__builtin_convertvector(code_b != never, vi);
     const vu missing = load_u(lanes.out + at) & ~S;  // x leaves the path there, outside S
     vd D[64];
     std::int32_t feature[64];
     const std::int32_t n = own_masses(pv, lanes, leaf, e, top, D, feature);
-    e += leaf.n_own;
     vd a = load_d(lanes.weight + at);  // w times the masses of S's own features, in order
     for (std::int32_t x = 0; x < n; ++x) a = (((S >> feature[x]) & 1u) != zero_u) ? a * D[x] : a;
     const std::size_t g = leaf.group + static_cast<std::size_t>(i < pv.n_first ? 0 : pv.groups_first);
@@ -270,7 +278,7 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
       group_sum[g] += alive_s ? a : zero;
       group_live[g] = 1;
     }
-    if (live_with == 0) continue;
+    if (live_with == 0) return;
     // S + {j}: own features j multiply the product in the lanes without j.
     vd with[64];
     for (std::int32_t c = 0; c < n_cand; ++c) with[c] = a;
@@ -285,7 +293,7 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
       group_sum[cell] += alive ? with[c] : zero;
       group_live[cell] = 1;
     }
-  }
+  });
   vd value[65];
   for (std::int32_t si = 0; si < n_sets; ++si) value[si] = zero;
   std::size_t m = 0;
@@ -372,16 +380,8 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
       }
     }
   };
-  const std::int32_t n_leaves = pv.n_first + pv.n_second;
-  std::size_t e = 0;
-  for (std::int32_t i = 0; i < n_leaves; ++i) {
-    const ProjectedLeaf& leaf = pv.leaves[i];
-    const std::size_t at = static_cast<std::size_t>(leaf.leaf) * kLanes;
-    const vb need_b = load_b(lanes.code + at);
-    if (all_never_alive(need_b)) {
-      e += leaf.n_own;
-      continue;
-    }
+  for_each_leaf_live_somewhere(pv, lanes, [&](std::int32_t i, const ProjectedLeaf& leaf, std::size_t at, vb need_b,
+                                               std::size_t e) {
     const vi need = __builtin_convertvector(need_b, vi);  // the subset of candidates it needs
     // The sets some lane has it live in (a scalar mask: a reduction across lanes per set was a
     // third of this pass's samples): the supersets of each lane's need.
@@ -392,7 +392,6 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
     vd D[64];
     std::int32_t feature[64];
     const std::int32_t n = own_masses(pv, lanes, leaf, e, top, D, feature);
-    e += leaf.n_own;
     vd a = load_d(lanes.weight + at);
     for (std::int32_t x = 0; x < n; ++x) a = (((S >> feature[x]) & 1u) != zero_u) ? a * D[x] : a;
     vd q[kMaxTailCandidates];
@@ -408,7 +407,7 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
       group_sum[cell] += alive ? (A == 0 ? a : a * Q[A]) : zero;
       group_live[cell] = 1;
     }
-  }
+  });
   vd value[1 << kMaxTailCandidates];
   for (std::int32_t A = 0; A < n_sets; ++A) value[A] = zero;
   std::size_t m = 0;
