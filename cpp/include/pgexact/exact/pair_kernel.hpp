@@ -41,6 +41,10 @@
 // w P_S D_i to candidate i when R is {} or {i}, so one pass ranks all candidates, and the same
 // pass yields PG2(S) in the canonical order for the curve).
 //
+// Tree pairs whose leaves agree on the features both trees cut (CatBoost's oblivious trees) are
+// summed by groups of such leaves instead of leaf pairs, in every pass (tree_projection.hpp;
+// within rounding of the pairs' sums, so a row's value still never depends on its neighbours).
+//
 // Features perturbed by category (noise.hpp) enter as sets of cells (category_cells.hpp): a
 // pair's entry on such a feature carries two row-free probabilities (x_j in both leaves' sets or
 // not), and the pass picks one per lane from the leaves' out masks; the product order, the
