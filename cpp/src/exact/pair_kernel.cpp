@@ -202,9 +202,12 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
         sweep.passes.curve(view, lanes.view(v), c, n_steps, mult, st + v * per_vector, ct + v * per_vector);
       }
     }, r0 + block < n_rows, &live, 1, [&](std::int64_t t, const ProjectedView& view, double mult) {
-      // One row or many: the rows in the lanes (a row alone gets lane 0's bits).
       double* st = sum.data() + static_cast<std::size_t>(t) * width;
       double* ct = comp.data() + static_cast<std::size_t>(t) * width;
+      if (rows == 1) {  // one row: its prefixes in the lanes (the same bits, PairPasses)
+        sweep.passes.projected_row(view, lanes.view(0), CurveSets{sets.data()}, n_steps, mult, st, ct);
+        return;
+      }
       for (std::int32_t v = 0; v < lanes.vectors; ++v) {
         const CurveSets c{sets.data() + v * per_vector};
         sweep.passes.projected(view, lanes.view(v), c, n_steps, mult, st + v * per_vector, ct + v * per_vector);

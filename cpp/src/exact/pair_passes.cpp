@@ -479,8 +479,8 @@ void eval_tail(const PairView& pl, const LaneView& lanes, const TailSets& c, std
 }  // namespace
 
 PairPasses passes() {
-  return PairPasses{&eval_set,  &eval_curve,     &eval_greedy,           &eval_curve_row,
-                    &eval_tail, &eval_projected, &eval_projected_greedy, &eval_projected_tail};
+  return PairPasses{&eval_set,       &eval_curve,         &eval_greedy,           &eval_curve_row,     &eval_tail,
+                    &eval_projected, &eval_projected_row, &eval_projected_greedy, &eval_projected_tail};
 }
 
 }  // namespace pgexact::PGEXACT_ISA

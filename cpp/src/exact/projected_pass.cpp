@@ -219,6 +219,98 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
 }
 
 
+void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const CurveSets& c, std::int64_t n_steps,
+                        double mult, double* sum, double* comp) {
+  // Lane 0's row alone, its summed prefixes in the lanes, eight at a time: the operations of
+  // lane 0 of eval_projected for each prefix (a leaf's or a meet's masses are lane 0's, the same
+  // for every prefix), so the same bits, for one pass over the pair per eight prefixes.
+  const std::uint64_t last_set = c.sets[(n_steps - 1) * kLanes];
+  const int top = last_set == 0 ? 0 : 64 - __builtin_clzll(last_set);
+  std::int64_t enters[64];  // per feature below top: the first prefix whose set holds it
+  std::uint64_t steps = 1;
+  for (int j = 0; j < top; ++j) {
+    std::int64_t first = kNeverAlive;
+    for (std::int64_t k = n_steps - 1; k >= 0; --k) first = ((c.sets[k * kLanes] >> j) & 1u) != 0 ? k : first;
+    enters[j] = first;
+    if (((pv.features >> j) & 1u) != 0 && first < n_steps) steps |= std::uint64_t{1} << first;
+  }
+  std::int64_t step[64];
+  std::int32_t n_summed = 0;
+  for (std::uint64_t f = steps; f != 0; f &= f - 1) step[n_summed++] = __builtin_ctzll(f);
+  const vd zero = {};
+  const std::int32_t n_groups = pv.groups_first + pv.groups_second;
+  double value[64];
+  auto mass0 = [&](std::int32_t lo, std::int32_t hi) {  // lane 0 of mass()
+    const double* a = lanes.table + static_cast<std::size_t>(lo) * 2 * kLanes;
+    const double* b = lanes.table + static_cast<std::size_t>(hi) * 2 * kLanes;
+    const double m = (b[0] - a[0]) + (b[kLanes] - a[kLanes]);
+    return m > 0.0 ? m : 0.0;
+  };
+  for (std::int32_t s0 = 0; s0 < n_summed; s0 += kLanes) {
+    vi k;  // the lanes' prefixes; -1 past the last (nothing is live there, nothing a factor)
+    for (int l = 0; l < kLanes; ++l) k[l] = s0 + l < n_summed ? step[s0 + l] : -1;
+    const std::int64_t k_last = step[std::min(s0 + kLanes, n_summed) - 1];
+    GroupSums groups(static_cast<std::size_t>(n_groups));
+    std::size_t e = 0;
+    const std::int32_t n_leaves = pv.n_first + pv.n_second;
+    for (std::int32_t i = 0; i < n_leaves; ++i) {
+      const ProjectedLeaf& leaf = pv.leaves[i];
+      const std::size_t at = static_cast<std::size_t>(leaf.leaf) * kLanes;
+      const std::int64_t code = lanes.code[at];
+      if (code > k_last) {
+        e += leaf.n_own;
+        continue;
+      }
+      vd a = zero + lanes.weight[at];
+      for (std::int32_t o = 0; o < leaf.n_own; ++o, ++e) {
+        const std::int32_t j = pv.own_feature[e];
+        if (j >= top) continue;
+        double D;
+        if (lanes.masses != nullptr) {
+          D = lanes.masses[static_cast<std::size_t>(pv.own_slot[e]) * kLanes];
+        } else {
+          const std::size_t box = static_cast<std::size_t>(leaf.leaf) * static_cast<std::size_t>(lanes.n_features) +
+                                  static_cast<std::size_t>(j);
+          D = mass0(lanes.leaf_lo[box], lanes.leaf_hi[box]);
+        }
+        a = (enters[j] <= k) ? a * D : a;
+      }
+      const std::int32_t g = leaf.group + (i < pv.n_first ? 0 : pv.groups_first);
+      groups.sum[g] += (code <= k) ? a : zero;
+      groups.live[g] = 1;
+    }
+    vd V = zero;
+    std::size_t m = 0;
+    for (std::size_t q = 0; q < pv.n_meets; ++q) {
+      const ProjectedMeet& meet = pv.meets[q];
+      const std::int32_t h = pv.groups_first + meet.h;
+      if (!groups.live[meet.g] || !groups.live[h]) {  // an exact zero at every prefix
+        m += meet.count;
+        continue;
+      }
+      vd P = groups.sum[meet.g] * groups.sum[h];
+      for (std::int32_t x = 0; x < meet.count; ++x, ++m) {
+        const std::int32_t j = pv.meet_feature[m];
+        if (j >= top) continue;
+        P = (enters[j] <= k) ? P * mass0(pv.meet_cut[2 * m], pv.meet_cut[2 * m + 1]) : P;
+      }
+      V += P;
+    }
+    for (int l = 0; l < kLanes && s0 + l < n_summed; ++l) value[s0 + l] = V[l];
+  }
+  // The prefixes in order, into lane 0: lane 0 of add_compensated.
+  double last = 0.0;
+  std::int32_t si = 0;
+  for (std::int64_t k = 0; k < n_steps; ++k) {
+    if (si < n_summed && step[si] == k) last = value[si++] * mult;
+    double& s = sum[k * kLanes];
+    double& cmp = comp[k * kLanes];
+    const double t = s + last;
+    cmp = cmp + ((std::fabs(s) >= std::fabs(last)) ? (s - t) + last : (last - t) + s);
+    s = t;
+  }
+}
+
 void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const std::uint64_t* S_, double mult,
                            double* sum, double* comp, double* corr) {
   // PG2(S), and PG2(S + {j}) for every feature j either tree splits on that some lane lacks:

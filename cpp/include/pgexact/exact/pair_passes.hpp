@@ -175,6 +175,10 @@ struct PairPasses {
   // PG2(S) into corr[j] (plain) for every feature j; PG2 of each of the tail's sets. S's sum is
   // `projected`'s for that set, bit for bit; S + {j}'s and S + A's multiply their candidates'
   // masses last (within rounding of a set pass's, as the leaf-pair tail's are).
+  // `projected` for a block of one row (lane 0), its prefixes in the lanes instead, as
+  // `curve_row`: the same operations per prefix, so the same bits as lane 0 of `projected`.
+  void (*projected_row)(const ProjectedView&, const LaneView&, const CurveSets&, std::int64_t n_steps, double mult,
+                        double* sum, double* comp);
   void (*projected_greedy)(const ProjectedView&, const LaneView&, const std::uint64_t* sets, double mult,
                            double* sum, double* comp, double* corr);
   void (*projected_tail)(const ProjectedView&, const LaneView&, const TailSets&, std::int64_t n_sets, double mult,
@@ -192,6 +196,8 @@ namespace isa_v4 { PairPasses passes(); }
 #define PGEXACT_PROJECTED_PASSES                                                                                \
   void eval_projected(const ProjectedView&, const LaneView&, const CurveSets&, std::int64_t, double, double*,   \
                       double*);                                                                                 \
+  void eval_projected_row(const ProjectedView&, const LaneView&, const CurveSets&, std::int64_t, double, double*, \
+                          double*);                                                                             \
   void eval_projected_greedy(const ProjectedView&, const LaneView&, const std::uint64_t*, double, double*,       \
                              double*, double*);                                                                 \
   void eval_projected_tail(const ProjectedView&, const LaneView&, const TailSets&, std::int64_t, double, double*, \
