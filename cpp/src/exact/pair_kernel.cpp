@@ -52,6 +52,49 @@ bool pairs_apply(const Arena& a) {
 
 namespace {
 
+// The passes for a list of leaf pairs and for a projected tree pair (tree_projection.hpp), by the
+// view's type: one driver body serves both kinds of tree pair.
+inline void set_pass(const PairPasses& p, const PairView& view, const LaneView& lanes, const std::uint64_t* sets,
+                     double mult, double* sum, double* comp) {
+  p.set(view, lanes, sets, mult, sum, comp);
+}
+inline void set_pass(const PairPasses& p, const ProjectedView& view, const LaneView& lanes, const std::uint64_t* sets,
+                     double mult, double* sum, double* comp) {
+  p.projected(view, lanes, CurveSets{sets}, 1, mult, sum, comp);  // a set is a curve of one prefix
+}
+inline void curve_pass(const PairPasses& p, const PairView& view, const LaneView& lanes, const CurveSets& c,
+                       std::int64_t n_steps, double mult, double* sum, double* comp) {
+  p.curve(view, lanes, c, n_steps, mult, sum, comp);
+}
+inline void curve_pass(const PairPasses& p, const ProjectedView& view, const LaneView& lanes, const CurveSets& c,
+                       std::int64_t n_steps, double mult, double* sum, double* comp) {
+  p.projected(view, lanes, c, n_steps, mult, sum, comp);
+}
+inline void curve_row_pass(const PairPasses& p, const PairView& view, const LaneView& lanes, const CurveSets& c,
+                           std::int64_t n_steps, double mult, double* sum, double* comp) {
+  p.curve_row(view, lanes, c, n_steps, mult, sum, comp);
+}
+inline void curve_row_pass(const PairPasses& p, const ProjectedView& view, const LaneView& lanes, const CurveSets& c,
+                           std::int64_t n_steps, double mult, double* sum, double* comp) {
+  p.projected_row(view, lanes, c, n_steps, mult, sum, comp);
+}
+inline void greedy_pass(const PairPasses& p, const PairView& view, const LaneView& lanes, const std::uint64_t* sets,
+                        double mult, double* sum, double* comp, double* corr) {
+  p.greedy(view, lanes, sets, mult, sum, comp, corr);
+}
+inline void greedy_pass(const PairPasses& p, const ProjectedView& view, const LaneView& lanes,
+                        const std::uint64_t* sets, double mult, double* sum, double* comp, double* corr) {
+  p.projected_greedy(view, lanes, sets, mult, sum, comp, corr);
+}
+inline void tail_pass(const PairPasses& p, const PairView& view, const LaneView& lanes, const TailSets& c,
+                      std::int64_t n_sets, double mult, double* sum, double* comp) {
+  p.tail(view, lanes, c, n_sets, mult, sum, comp);
+}
+inline void tail_pass(const PairPasses& p, const ProjectedView& view, const LaneView& lanes, const TailSets& c,
+                      std::int64_t n_sets, double mult, double* sum, double* comp) {
+  p.projected_tail(view, lanes, c, n_sets, mult, sum, comp);
+}
+
 void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                     const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
                     RunControl* control, const PruneBudget& prune) {
@@ -86,21 +129,14 @@ void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::in
     find_live(a, boxes, lanes, rows, 1, live);
     sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
     comp.assign(sum.size(), 0.0);
-    sweep.run([&](std::int64_t t, const PairView& view, double mult) {
+    auto pass = [&](std::int64_t t, const auto& view, double mult) {
       double* st = sum.data() + static_cast<std::size_t>(t) * width;
       double* ct = comp.data() + static_cast<std::size_t>(t) * width;
       for (std::int32_t v = 0; v < lanes.vectors; ++v) {
-        sweep.passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
+        set_pass(sweep.passes, view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
       }
-    }, r0 + block < n_rows, &live, 1, [&](std::int64_t t, const ProjectedView& view, double mult) {
-      // A set is a curve of one prefix (pair_passes.hpp).
-      double* st = sum.data() + static_cast<std::size_t>(t) * width;
-      double* ct = comp.data() + static_cast<std::size_t>(t) * width;
-      for (std::int32_t v = 0; v < lanes.vectors; ++v) {
-        sweep.passes.projected(view, lanes.view(v), CurveSets{sets.data() + v * kLanes}, 1, mult, st + v * kLanes,
-                               ct + v * kLanes);
-      }
-    });
+    };
+    sweep.run(pass, r0 + block < n_rows, &live, 1, pass);
     reduce_trees(sum, comp, n_trees, width, total);
     std::copy(total.begin(), total.begin() + rows, out + r0);
     for (std::int64_t i = 0; prune.on && i < rows; ++i) {
@@ -190,29 +226,19 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
     sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
     comp.assign(sum.size(), 0.0);
     const std::size_t per_vector = static_cast<std::size_t>(n_steps) * kLanes;
-    sweep.run([&](std::int64_t t, const PairView& view, double mult) {
+    auto pass = [&](std::int64_t t, const auto& view, double mult) {
       double* st = sum.data() + static_cast<std::size_t>(t) * width;
       double* ct = comp.data() + static_cast<std::size_t>(t) * width;
       if (rows == 1) {  // one row: its prefixes in the lanes (the same bits, PairPasses)
-        sweep.passes.curve_row(view, lanes.view(0), CurveSets{sets.data()}, n_steps, mult, st, ct);
+        curve_row_pass(sweep.passes, view, lanes.view(0), CurveSets{sets.data()}, n_steps, mult, st, ct);
         return;
       }
       for (std::int32_t v = 0; v < lanes.vectors; ++v) {
         const CurveSets c{sets.data() + v * per_vector};
-        sweep.passes.curve(view, lanes.view(v), c, n_steps, mult, st + v * per_vector, ct + v * per_vector);
+        curve_pass(sweep.passes, view, lanes.view(v), c, n_steps, mult, st + v * per_vector, ct + v * per_vector);
       }
-    }, r0 + block < n_rows, &live, 1, [&](std::int64_t t, const ProjectedView& view, double mult) {
-      double* st = sum.data() + static_cast<std::size_t>(t) * width;
-      double* ct = comp.data() + static_cast<std::size_t>(t) * width;
-      if (rows == 1) {  // one row: its prefixes in the lanes (the same bits, PairPasses)
-        sweep.passes.projected_row(view, lanes.view(0), CurveSets{sets.data()}, n_steps, mult, st, ct);
-        return;
-      }
-      for (std::int32_t v = 0; v < lanes.vectors; ++v) {
-        const CurveSets c{sets.data() + v * per_vector};
-        sweep.passes.projected(view, lanes.view(v), c, n_steps, mult, st + v * per_vector, ct + v * per_vector);
-      }
-    });
+    };
+    sweep.run(pass, r0 + block < n_rows, &live, 1, pass);
     reduce_trees(sum, comp, n_trees, width, total);
     for (std::int64_t i = 0; i < rows; ++i) {
       const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
@@ -393,22 +419,16 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
         find_live(a, boxes, lanes, rows, static_cast<std::int8_t>(n_tail_sets), live);
         sum.assign(static_cast<std::size_t>(n_trees) * n_sets * width, 0.0);
         comp.assign(sum.size(), 0.0);
-        sweep.run([&](std::int64_t t, const PairView& view, double mult) {
+        auto pass = [&](std::int64_t t, const auto& view, double mult) {
           double* st = sum.data() + static_cast<std::size_t>(t) * n_sets * width;
           double* ct = comp.data() + static_cast<std::size_t>(t) * n_sets * width;
           for (std::int32_t v = 0; v < lanes.vectors; ++v) {
             const std::size_t at = static_cast<std::size_t>(v) * n_sets * kLanes;
-            sweep.passes.tail(view, lanes.view(v), TailSets{tail_sets.data() + at}, n_tail_sets, mult, st + at, ct + at);
+            tail_pass(sweep.passes, view, lanes.view(v), TailSets{tail_sets.data() + at}, n_tail_sets, mult, st + at,
+                      ct + at);
           }
-        }, r0 + block < n_rows, &live, tail_weight, [&](std::int64_t t, const ProjectedView& view, double mult) {
-          double* st = sum.data() + static_cast<std::size_t>(t) * n_sets * width;
-          double* ct = comp.data() + static_cast<std::size_t>(t) * n_sets * width;
-          for (std::int32_t v = 0; v < lanes.vectors; ++v) {
-            const std::size_t at = static_cast<std::size_t>(v) * n_sets * kLanes;
-            sweep.passes.projected_tail(view, lanes.view(v), TailSets{tail_sets.data() + at}, n_tail_sets, mult,
-                                        st + at, ct + at);
-          }
-        });
+        };
+        sweep.run(pass, r0 + block < n_rows, &live, tail_weight, pass);
         if (sweep.stopped()) return;
         reduce_trees(sum, comp, n_trees, n_sets * width, total);
         for (std::int64_t i = 0; i < rows; ++i) {
@@ -460,32 +480,21 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
       sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
       comp.assign(sum.size(), 0.0);
       corr.assign(ranking ? static_cast<std::size_t>(n_trees) * corr_width : 0, 0.0);
-      sweep.run([&](std::int64_t t, const PairView& view, double mult) {
+      auto pass = [&](std::int64_t t, const auto& view, double mult) {
         double* st = sum.data() + static_cast<std::size_t>(t) * width;
         double* ct = comp.data() + static_cast<std::size_t>(t) * width;
         for (std::int32_t v = 0; v < lanes.vectors; ++v) {
           if (ranking) {
             double* rt = corr.data() + static_cast<std::size_t>(t) * corr_width + static_cast<std::size_t>(v) * static_cast<std::size_t>(d) * kLanes;
-            sweep.passes.greedy(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes,
-                                ct + v * kLanes, rt);
+            greedy_pass(sweep.passes, view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes,
+                        ct + v * kLanes, rt);
           } else {
-            sweep.passes.set(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
+            set_pass(sweep.passes, view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes,
+                     ct + v * kLanes);
           }
         }
-      }, ranking || r0 + block < n_rows, &live, 1, [&](std::int64_t t, const ProjectedView& view, double mult) {
-        double* st = sum.data() + static_cast<std::size_t>(t) * width;
-        double* ct = comp.data() + static_cast<std::size_t>(t) * width;
-        for (std::int32_t v = 0; v < lanes.vectors; ++v) {
-          if (ranking) {
-            double* rt = corr.data() + static_cast<std::size_t>(t) * corr_width + static_cast<std::size_t>(v) * static_cast<std::size_t>(d) * kLanes;
-            sweep.passes.projected_greedy(view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes,
-                                          ct + v * kLanes, rt);
-          } else {
-            sweep.passes.projected(view, lanes.view(v), CurveSets{sets.data() + v * kLanes}, 1, mult, st + v * kLanes,
-                                   ct + v * kLanes);
-          }
-        }
-      });
+      };
+      sweep.run(pass, ranking || r0 + block < n_rows, &live, 1, pass);
       if (sweep.stopped()) return;  // unfinished sums: nothing to choose from
       reduce_trees(sum, comp, n_trees, width, total);
       if (step > 0) {
