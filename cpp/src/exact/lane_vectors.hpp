@@ -104,6 +104,23 @@ __attribute__((always_inline)) inline bool all_never_alive(vb code) {
   return bytes == 0x7f7f7f7f7f7f7f7fULL;
 }
 
+// Lane 0 of mass(), with scalar loads: the same operations on the same operands (the one-row
+// passes, whose lanes are prefixes, read lane 0's masses).
+__attribute__((always_inline)) inline double mass_lane0(const LaneView& lanes, std::int32_t lo, std::int32_t hi) {
+  const double* a = lanes.table + static_cast<std::size_t>(lo) * 2 * kLanes;
+  const double* b = lanes.table + static_cast<std::size_t>(hi) * 2 * kLanes;
+  const double m = (b[0] - a[0]) + (b[kLanes] - a[kLanes]);
+  return m > 0.0 ? m : 0.0;
+}
+// Lane 0 of add_compensated, with scalar operands (compensated_sum.hpp has the same sum, but
+// these builds share no inline code with the rest).
+__attribute__((always_inline)) inline void add_compensated_lane0(double* sum, double* comp, double x) {
+  const double s = *sum;
+  const double t = s + x;
+  *comp += (std::fabs(s) >= std::fabs(x)) ? (s - t) + x : (x - t) + s;
+  *sum = t;
+}
+
 // Lane mask of the lanes whose set holds feature j.
 __attribute__((always_inline)) inline vi holds(vu S, std::int32_t j) {
   const vu zero = {};

@@ -88,18 +88,12 @@ struct Entries {
   }
   // Lane 0 of mass_of, with scalar loads: the same operations on the same operands.
   double mass_of_lane0(const LaneView& lanes, const LeafPair& p, std::int32_t e) const {
-    auto interval = [&](std::int32_t lo, std::int32_t hi) {
-      const double* a = lanes.table + static_cast<std::size_t>(lo) * 2 * kLanes;
-      const double* b = lanes.table + static_cast<std::size_t>(hi) * 2 * kLanes;
-      const double m = (b[0] - a[0]) + (b[kLanes] - a[kLanes]);
-      return m > 0.0 ? m : 0.0;
-    };
     if (e < p.n_slots) {
       const std::uint8_t b = slot[e];
       const std::int32_t leaf = (b & kSlotOfV) != 0 ? p.v : p.u;
       if (lanes.masses == nullptr) {
         const std::size_t at = static_cast<std::size_t>(leaf) * static_cast<std::size_t>(lanes.n_features) + feature[e];
-        return interval(lanes.leaf_lo[at], lanes.leaf_hi[at]);
+        return mass_lane0(lanes, lanes.leaf_lo[at], lanes.leaf_hi[at]);
       }
       return lanes.masses[static_cast<std::size_t>(slot_first[leaf] + (b & ~kSlotOfV)) * kLanes];
     }
@@ -110,7 +104,7 @@ struct Entries {
                                 lanes.out[static_cast<std::size_t>(p.v) * kLanes];
       return ((out >> feature[e]) & 1u) == 0 ? both[0] : both[1];
     }
-    return interval(c[0], c[1]);
+    return mass_lane0(lanes, c[0], c[1]);
   }
 };
 
@@ -330,12 +324,7 @@ void eval_curve_row(const PairView& pl, const LaneView& lanes, const CurveSets& 
       },
       [&] {
         for (std::int64_t k = 0; k < n_steps; ++k) {
-          const double x = run[k / kLanes][k % kLanes];
-          double& s = sum[k * kLanes];
-          double& cm = comp[k * kLanes];
-          const double t = s + x;
-          cm += (std::fabs(s) >= std::fabs(x)) ? (s - t) + x : (x - t) + s;
-          s = t;
+          add_compensated_lane0(sum + k * kLanes, comp + k * kLanes, run[k / kLanes][k % kLanes]);
         }
         for (std::int64_t g = 0; g < groups; ++g) run[g] = zero;
       });

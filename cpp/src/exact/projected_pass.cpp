@@ -240,12 +240,6 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
   const vd zero = {};
   const std::int32_t n_groups = pv.groups_first + pv.groups_second;
   double value[64];
-  auto mass0 = [&](std::int32_t lo, std::int32_t hi) {  // lane 0 of mass()
-    const double* a = lanes.table + static_cast<std::size_t>(lo) * 2 * kLanes;
-    const double* b = lanes.table + static_cast<std::size_t>(hi) * 2 * kLanes;
-    const double m = (b[0] - a[0]) + (b[kLanes] - a[kLanes]);
-    return m > 0.0 ? m : 0.0;
-  };
   for (std::int32_t s0 = 0; s0 < n_summed; s0 += kLanes) {
     vi k;  // the lanes' prefixes; -1 past the last (nothing is live there, nothing a factor)
     for (int l = 0; l < kLanes; ++l) k[l] = s0 + l < n_summed ? step[s0 + l] : -1;
@@ -271,7 +265,7 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
         } else {
           const std::size_t box = static_cast<std::size_t>(leaf.leaf) * static_cast<std::size_t>(lanes.n_features) +
                                   static_cast<std::size_t>(j);
-          D = mass0(lanes.leaf_lo[box], lanes.leaf_hi[box]);
+          D = mass_lane0(lanes, lanes.leaf_lo[box], lanes.leaf_hi[box]);
         }
         a = (enters[j] <= k) ? a * D : a;
       }
@@ -292,22 +286,18 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
       for (std::int32_t x = 0; x < meet.count; ++x, ++m) {
         const std::int32_t j = pv.meet_feature[m];
         if (j >= top) continue;
-        P = (enters[j] <= k) ? P * mass0(pv.meet_cut[2 * m], pv.meet_cut[2 * m + 1]) : P;
+        P = (enters[j] <= k) ? P * mass_lane0(lanes, pv.meet_cut[2 * m], pv.meet_cut[2 * m + 1]) : P;
       }
       V += P;
     }
     for (int l = 0; l < kLanes && s0 + l < n_summed; ++l) value[s0 + l] = V[l];
   }
-  // The prefixes in order, into lane 0: lane 0 of add_compensated.
+  // The prefixes in order, into lane 0.
   double last = 0.0;
   std::int32_t si = 0;
   for (std::int64_t k = 0; k < n_steps; ++k) {
     if (si < n_summed && step[si] == k) last = value[si++] * mult;
-    double& s = sum[k * kLanes];
-    double& cmp = comp[k * kLanes];
-    const double t = s + last;
-    cmp = cmp + ((std::fabs(s) >= std::fabs(last)) ? (s - t) + last : (last - t) + s);
-    s = t;
+    add_compensated_lane0(sum + k * kLanes, comp + k * kLanes, last);
   }
 }
 
