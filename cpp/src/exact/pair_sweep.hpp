@@ -26,7 +26,7 @@ namespace pairs {
 struct ThreadScratch {
   PairScratch box;
   PairList pairs;
-  ProjectedPlan plan;  // a plan built past the Projections' budget
+  PlanScratch plan;  // plans built here (kept by the Projections within their budget)
 };
 
 // Runs body(scratch, t0, t1) for every tile [t0, t1) of `tile` consecutive first trees, in

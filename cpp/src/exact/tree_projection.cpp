@@ -7,22 +7,6 @@
 namespace pgexact {
 namespace pairs {
 
-ProjectedPlan ProjectedPlan::without_scratch() const {
-  ProjectedPlan copy;
-  copy.leaves = leaves;
-  copy.n_first = n_first;
-  copy.n_second = n_second;
-  copy.groups_first = groups_first;
-  copy.groups_second = groups_second;
-  copy.own_feature = own_feature;
-  copy.own_slot = own_slot;
-  copy.meets = meets;
-  copy.meet_feature = meet_feature;
-  copy.meet_cut = meet_cut;
-  copy.features = features;
-  return copy;
-}
-
 void ProjectedPlan::clear() {
   leaves.clear();
   own_feature.clear();
@@ -30,9 +14,6 @@ void ProjectedPlan::clear() {
   meets.clear();
   meet_feature.clear();
   meet_cut.clear();
-  representative.clear();
-  group_size.clear();
-  group_key.clear();
   n_first = n_second = groups_first = groups_second = 0;
   features = 0;
 }
@@ -67,11 +48,12 @@ TreeFeatures::TreeFeatures(const Arena& a, const LeafBoxes& boxes) {
 namespace {
 
 // Groups the leaves of tree t by their boxes on C (and the special values their paths admit
-// there) into `plan`: its leaves, their own entries, and per group a leaf and the group's size
-// (appended to the plan's scratch); returns the number of groups.
-std::int32_t group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, ProjectedPlan& plan) {
+// there) into scratch.plan: its leaves and their own entries; and per group a leaf, the group's
+// size and its key (appended to the scratch's); returns the number of groups.
+std::int32_t group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, PlanScratch& scratch) {
+  ProjectedPlan& plan = scratch.plan;
   const auto d = static_cast<std::size_t>(boxes.n_features);
-  const std::size_t offset = plan.representative.size();
+  const std::size_t offset = scratch.representative.size();
   std::int32_t n_groups = 0;
   for (std::int32_t u = boxes.tree_first[t]; u < boxes.tree_first[t + 1]; ++u) {
     const std::size_t base = static_cast<std::size_t>(u) * d;
@@ -87,8 +69,8 @@ std::int32_t group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t 
     }
     std::int32_t group = -1;
     for (std::int32_t g = 0; g < n_groups && group < 0; ++g) {
-      if (plan.group_key[offset + static_cast<std::size_t>(g)] != key) continue;
-      const std::int32_t r = plan.representative[offset + static_cast<std::size_t>(g)];
+      if (scratch.group_key[offset + static_cast<std::size_t>(g)] != key) continue;
+      const std::int32_t r = scratch.representative[offset + static_cast<std::size_t>(g)];
       const std::size_t rbase = static_cast<std::size_t>(r) * d;
       bool same = (boxes.nan_ok[static_cast<std::size_t>(r)] & C) == nan_u &&
                   (boxes.zero_ok[static_cast<std::size_t>(r)] & C) == zero_u;
@@ -100,11 +82,11 @@ std::int32_t group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t 
     }
     if (group < 0) {
       group = n_groups++;
-      plan.representative.push_back(u);
-      plan.group_size.push_back(0);
-      plan.group_key.push_back(key);
+      scratch.representative.push_back(u);
+      scratch.group_size.push_back(0);
+      scratch.group_key.push_back(key);
     }
-    ++plan.group_size[offset + static_cast<std::size_t>(group)];
+    ++scratch.group_size[offset + static_cast<std::size_t>(group)];
     const std::uint64_t own = boxes.constrained[static_cast<std::size_t>(u)] & ~C;
     std::int32_t n_own = 0;
     for (std::uint64_t f = own; f != 0; f &= f - 1, ++n_own) {
@@ -120,8 +102,12 @@ std::int32_t group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t 
 }  // namespace
 
 bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeFeatures& features, std::int64_t t,
-                       std::int64_t s, bool always, ProjectedPlan& plan) {
+                       std::int64_t s, bool always, PlanScratch& scratch) {
+  ProjectedPlan& plan = scratch.plan;
   plan.clear();
+  scratch.representative.clear();
+  scratch.group_size.clear();
+  scratch.group_key.clear();
   const std::int32_t leaves_t = boxes.tree_first[t + 1] - boxes.tree_first[t];
   const std::int32_t leaves_s = boxes.tree_first[s + 1] - boxes.tree_first[s];
   if (t == s || boxes.set_features != 0 || leaves_t > kMaxProjectedLeaves || leaves_s > kMaxProjectedLeaves) {
@@ -134,8 +120,8 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeFeature
   plan.features = features.split[static_cast<std::size_t>(t)] | features.split[static_cast<std::size_t>(s)];
   plan.n_first = leaves_t;
   plan.n_second = leaves_s;
-  plan.groups_first = group_leaves(boxes, t, C, plan);
-  plan.groups_second = group_leaves(boxes, s, C, plan);
+  plan.groups_first = group_leaves(boxes, t, C, scratch);
+  plan.groups_second = group_leaves(boxes, s, C, scratch);
   // Little merging, few fewer items than pairs (LightGBM's 31-leaf trees on housing: most tree
   // pairs keep over 3/4 of their leaf pairs as meets): not worth building the meets.
   if (!always && 2 * static_cast<std::int64_t>(plan.groups_first) * plan.groups_second >
@@ -144,7 +130,8 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeFeature
   }
   const auto d = static_cast<std::size_t>(boxes.n_features);
   // Per group, its leaves' own entries (for the pairs' cost).
-  std::vector<std::int64_t> own_entries(plan.representative.size(), 0);
+  std::vector<std::int64_t>& own_entries = scratch.own_entries;
+  own_entries.assign(scratch.representative.size(), 0);
   for (std::size_t i = 0; i < plan.leaves.size(); ++i) {
     const ProjectedLeaf& leaf = plan.leaves[i];
     const std::size_t g = leaf.group + (i < static_cast<std::size_t>(leaves_t) ? 0 : static_cast<std::size_t>(plan.groups_first));
@@ -152,11 +139,11 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeFeature
   }
   double pair_cost = 0.0;  // pairs and their entries, as the enumeration would list them
   for (std::int32_t g = 0; g < plan.groups_first; ++g) {
-    const std::int32_t u = plan.representative[static_cast<std::size_t>(g)];
+    const std::int32_t u = scratch.representative[static_cast<std::size_t>(g)];
     const std::size_t ubase = static_cast<std::size_t>(u) * d;
     for (std::int32_t h = 0; h < plan.groups_second; ++h) {
       const std::size_t hg = static_cast<std::size_t>(plan.groups_first + h);
-      const std::int32_t v = plan.representative[hg];
+      const std::int32_t v = scratch.representative[hg];
       const std::size_t vbase = static_cast<std::size_t>(v) * d;
       const std::uint64_t special = (boxes.nan_ok[static_cast<std::size_t>(u)] & boxes.nan_ok[static_cast<std::size_t>(v)]) |
                                     (boxes.zero_ok[static_cast<std::size_t>(u)] & boxes.zero_ok[static_cast<std::size_t>(v)]);
@@ -185,7 +172,7 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeFeature
       }
       const auto count = static_cast<std::uint8_t>(plan.meet_feature.size() - entries_before);
       plan.meets.push_back(ProjectedMeet{static_cast<std::uint16_t>(g), static_cast<std::uint16_t>(h), count});
-      const double size_g = plan.group_size[static_cast<std::size_t>(g)], size_h = plan.group_size[hg];
+      const double size_g = scratch.group_size[static_cast<std::size_t>(g)], size_h = scratch.group_size[hg];
       pair_cost += size_g * size_h * (1.0 + count) + size_h * static_cast<double>(own_entries[static_cast<std::size_t>(g)]) +
                    size_g * static_cast<double>(own_entries[hg]);
     }
@@ -206,14 +193,20 @@ ProjectionUse projection_use() {
 
 Projections::Projections(const Arena& a, const LeafBoxes& boxes)
     : arena_(a), boxes_(boxes), use_(projection_use()) {
-  if (boxes.set_features != 0 || a.n_trees() < 2) use_ = ProjectionUse::Never;
+  // Nothing to project without two trees of at most kMaxProjectedLeaves leaves (deep forests):
+  // then no per-tree features, no decisions.
+  std::int64_t small_trees = 0;
+  for (std::int64_t t = 0; t < a.n_trees(); ++t) {
+    small_trees += boxes.tree_first[t + 1] - boxes.tree_first[t] <= kMaxProjectedLeaves ? 1 : 0;
+  }
+  if (boxes.set_features != 0 || small_trees < 2) use_ = ProjectionUse::Never;
   if (use_ == ProjectionUse::Never) return;
   features_ = std::make_unique<TreeFeatures>(a, boxes);
   decided_.resize(static_cast<std::size_t>(a.n_trees()));
   kept_.resize(static_cast<std::size_t>(a.n_trees()));
 }
 
-const ProjectedPlan* Projections::get(std::int64_t t, std::int64_t s, ProjectedPlan& scratch) {
+const ProjectedPlan* Projections::get(std::int64_t t, std::int64_t s, PlanScratch& scratch) {
   if (use_ == ProjectionUse::Never || s <= t) return nullptr;
   std::vector<std::uint8_t>& decided_t = decided_[static_cast<std::size_t>(t)];
   if (decided_t.empty()) decided_t.assign(static_cast<std::size_t>(arena_.n_trees() - t - 1), 0);  // first use
@@ -227,12 +220,12 @@ const ProjectedPlan* Projections::get(std::int64_t t, std::int64_t s, ProjectedP
   const bool use = project_tree_pair(arena_, boxes_, *features_, t, s, use_ == ProjectionUse::Always, scratch);
   decided = use ? 2 : 1;
   if (!use) return nullptr;
-  const auto bytes = static_cast<std::int64_t>(scratch.bytes());
+  const auto bytes = static_cast<std::int64_t>(scratch.plan.bytes());
   if (used_.fetch_add(bytes) + bytes <= kBudget) {
-    return kept_t.emplace(s, std::make_unique<ProjectedPlan>(scratch.without_scratch())).first->second.get();
+    return kept_t.emplace(s, std::make_unique<ProjectedPlan>(scratch.plan)).first->second.get();
   }
   used_.fetch_sub(bytes);
-  return &scratch;
+  return &scratch.plan;
 }
 
 }  // namespace pairs

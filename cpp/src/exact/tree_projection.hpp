@@ -43,9 +43,6 @@ struct ProjectedPlan {
   std::vector<std::uint8_t> meet_feature;
   std::vector<std::int32_t> meet_cut;
   std::uint64_t features = 0;
-  // Scratch of the build: per group, a leaf of it, its size and the hash of its box on C.
-  std::vector<std::int32_t> representative, group_size;
-  std::vector<std::uint64_t> group_key;
 
   ProjectedView view() const {
     return ProjectedView{leaves.data(), n_first, n_second, groups_first, groups_second, own_feature.data(),
@@ -57,8 +54,15 @@ struct ProjectedPlan {
            meet_feature.size() * 9 + 128;
   }
   void clear();
-  // The plan alone, without the build's scratch (what a kept plan holds).
-  ProjectedPlan without_scratch() const;
+};
+
+// What a thread builds plans with: the plan, and the build's scratch (per group of the two
+// trees: a leaf of it, its size, the hash of its box on C and its leaves' own entries).
+struct PlanScratch {
+  ProjectedPlan plan;
+  std::vector<std::int32_t> representative, group_size;
+  std::vector<std::uint64_t> group_key;
+  std::vector<std::int64_t> own_entries;
 };
 
 // A plan is used where its items, times this, are fewer than the pairs' (see above); set from
@@ -71,11 +75,11 @@ struct TreeFeatures {
   TreeFeatures(const Arena& a, const LeafBoxes& boxes);
 };
 
-// Builds the plan of trees t != s into `plan`; returns whether to use it: both trees have at
+// Builds the plan of trees t != s into scratch.plan; returns whether to use it: both trees have at
 // most kMaxProjectedLeaves leaves, no feature is perturbed by category, and (unless `always`)
 // the plan costs less than the pairs.
 bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeFeatures& features, std::int64_t t,
-                       std::int64_t s, bool always, ProjectedPlan& plan);
+                       std::int64_t s, bool always, PlanScratch& scratch);
 
 // How a call uses projections: PGEXACT_PROJECTION=0 never (the leaf pairs everywhere: tests
 // and before/after benchmarks), =always wherever a plan can be built (tests of the pass on every
@@ -92,9 +96,9 @@ ProjectionUse projection_use();
 class Projections {
  public:
   Projections(const Arena& a, const LeafBoxes& boxes);
-  bool on() const { return use_ != ProjectionUse::Never; }
-  // The plan of (t, s), s > t, or null where the pair is summed from its leaf pairs.
-  const ProjectedPlan* get(std::int64_t t, std::int64_t s, ProjectedPlan& scratch);
+  // The plan of (t, s), s > t, or null where the pair is summed from its leaf pairs (a plan
+  // past the budget is scratch.plan).
+  const ProjectedPlan* get(std::int64_t t, std::int64_t s, PlanScratch& scratch);
 
  private:
   static constexpr std::int64_t kBudget = std::int64_t{256} << 20;
