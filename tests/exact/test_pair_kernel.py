@@ -24,19 +24,9 @@ import xgboost as xgb
 import pgexact
 from pgexact._core import exact as core_exact
 from pgexact._core.exact import Kernel, Perturbation
+from _pair_checks import close_to_reference as _close
+from _pair_checks import random_noise as _noise
 
-RTOL = 1e-12
-
-
-def _close(fast, ref):
-    fast = np.asarray(fast)
-    assert np.all(fast >= 0.0)
-    np.testing.assert_allclose(fast, np.asarray(ref), rtol=RTOL, atol=1e-300)
-
-
-def _noise(d, seed):
-    rng = np.random.default_rng(seed)
-    return Perturbation(rng.uniform(0.1, 1.2, size=d), rng.choice(np.array([0, 1, 2], np.uint8), size=d))
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +57,18 @@ def test_both_fast_kernels_match_the_reference(xgb_model, pairs):
     _close(curve, core_exact.pg2_curve(ens._arena, rows, rk, d, noise, 1, Kernel.reference))
 
 
+@pytest.mark.parametrize("projection", ["default", "always"])
 @pytest.mark.parametrize("zero_as_missing", [False, True])
-def test_lightgbm_missing_rules_with_nan_and_zero_rows(zero_as_missing):
+def test_lightgbm_missing_rules_with_nan_and_zero_rows(monkeypatch, zero_as_missing, projection):
     """Rows with NaN and exact zeros on a LightGBM model with missing-value splits: special
     values route by the node's rule, not by the interval, so pairs whose intervals do not meet
-    can still hold x; the kernel must keep them."""
+    can still hold x; the kernel must keep them. With PGEXACT_PROJECTION=always every tree pair
+    is projected (tree_projection.hpp): groups that hold a special value must meet even where
+    their intervals do not."""
+    if projection == "always":
+        monkeypatch.setenv("PGEXACT_PROJECTION", "always")
+    else:
+        monkeypatch.delenv("PGEXACT_PROJECTION", raising=False)
     rng = np.random.default_rng(11)
     X = rng.normal(size=(600, 4))
     X[rng.random(X.shape) < 0.15] = np.nan
@@ -81,7 +78,7 @@ def test_lightgbm_missing_rules_with_nan_and_zero_rows(zero_as_missing):
                               verbose=-1, n_jobs=1).fit(X, y)
     ens = pgexact.load(model)
     rows = np.array([[np.nan, 0.0, 0.3, -1.0], [0.0, np.nan, 0.0, 0.5], [1e-36, -0.0, np.nan, np.nan],
-                     [0.2, 0.0, 1.0, 0.0], [np.nan, np.nan, np.nan, 0.1]])
+                     [0.2, 0.0, 1.0, 0.0], [np.nan, np.nan, np.nan, 0.1], [0.0, 0.0, 0.0, 0.0]])
     d = 4
     noise = _noise(d, 2)
     for mask in ([1, 1, 1, 1], [0, 0, 1, 1], [1, 0, 0, 0], [0, 0, 0, 0]):

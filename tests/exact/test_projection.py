@@ -5,8 +5,8 @@ A projected tree pair sums groups of leaves (leaves whose boxes agree on the sha
 and the pairs of groups that meet, instead of leaf pairs, in sets, curves, greedy steps and the
 greedy ranking's tail. The default projects the tree pairs
 where that is cheaper (CatBoost's oblivious trees); ``PGEXACT_PROJECTION=always`` projects every
-tree pair it can, so these tests also run it on XGBoost, LightGBM (NaN and zero routed by the
-missing-value rules, where boxes that do not meet can both hold x) and forests, and
+tree pair it can, so these tests also run it on XGBoost and forests (and test_pair_kernel.py on
+LightGBM's missing-value rules, where boxes that do not meet can both hold x), and
 ``PGEXACT_PROJECTION=0`` turns it off. Sets and curves must agree with the reference within
 1e-12 relative, never be negative, and give a row the same bits in any batch, on any thread
 count and from every SIMD build; greedy choices must be best candidates by the reference.
@@ -29,21 +29,11 @@ from sklearn.ensemble import RandomForestRegressor
 
 import pgexact
 from pgexact._core import exact as core_exact
-from pgexact._core.exact import Kernel, Perturbation
+from pgexact._core.exact import Kernel
+from _pair_checks import close_to_reference as _close
+from _pair_checks import random_noise as _noise
 
-RTOL = 1e-12
 MODES = ("default", "always")
-
-
-def _close(fast, ref):
-    fast = np.asarray(fast)
-    assert np.all(fast >= 0.0)
-    np.testing.assert_allclose(fast, np.asarray(ref), rtol=RTOL, atol=1e-300)
-
-
-def _noise(d, seed):
-    rng = np.random.default_rng(seed)
-    return Perturbation(rng.uniform(0.1, 1.2, size=d), rng.choice(np.array([0, 1, 2], np.uint8), size=d))
 
 
 def _use(monkeypatch, mode):
@@ -131,32 +121,6 @@ def test_the_default_projects_catboost_and_changes_only_rounding(monkeypatch):
     projected = core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.leaf_pairs)
     assert np.any(projected != pairs)
     np.testing.assert_allclose(projected, pairs, rtol=1e-13, atol=0)
-
-
-@pytest.mark.parametrize("zero_as_missing", [False, True])
-def test_always_on_lightgbm_missing_rules(monkeypatch, zero_as_missing):
-    """Every tree pair projected, rows with NaN and exact zeros on a LightGBM model with
-    missing-value splits: groups that hold a special value meet even where their intervals do
-    not."""
-    monkeypatch.setenv("PGEXACT_PROJECTION", "always")
-    rng = np.random.default_rng(11)
-    X = rng.normal(size=(600, 4))
-    X[rng.random(X.shape) < 0.15] = np.nan
-    X[rng.random(X.shape) < 0.15] = 0.0
-    y = np.nan_to_num(X[:, 0], nan=2.0) + (X[:, 1] == 0) * 1.5 + np.nan_to_num(X[:, 2]) * 0.5 + 0.1 * rng.normal(size=600)
-    model = lgb.LGBMRegressor(n_estimators=15, num_leaves=12, min_child_samples=5, zero_as_missing=zero_as_missing,
-                              verbose=-1, n_jobs=1).fit(X, y)
-    ens = pgexact.load(model)
-    rows = np.array([[np.nan, 0.0, 0.3, -1.0], [0.0, np.nan, 0.0, 0.5], [1e-36, -0.0, np.nan, np.nan],
-                     [0.2, 0.0, 1.0, 0.0], [np.nan, np.nan, np.nan, 0.1], [0.0, 0.0, 0.0, 0.0]])
-    noise = _noise(4, 2)
-    for mask in ([1, 1, 1, 1], [0, 0, 1, 1], [1, 0, 0, 0], [0, 0, 0, 0]):
-        m = np.array(mask, np.uint8)
-        _close(core_exact.pg2(ens._arena, rows, m, noise, 1, Kernel.leaf_pairs),
-               core_exact.pg2(ens._arena, rows, m, noise, 1, Kernel.reference))
-    R = np.array([[3, 1, 0, 2]] * len(rows), dtype=np.int64)
-    _close(core_exact.pg2_curve(ens._arena, rows, R, 4, noise, 1, Kernel.leaf_pairs),
-           core_exact.pg2_curve(ens._arena, rows, R, 4, noise, 1, Kernel.reference))
 
 
 def test_always_on_xgboost_forests_and_unperturbed_categories(monkeypatch):
