@@ -171,6 +171,31 @@ def test_a_rows_bits_do_not_depend_on_its_batch_or_threads(monkeypatch, mode):
     np.testing.assert_allclose(sets, many[:, 2], rtol=1e-13, atol=0)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_first_tree_sums_kept_across_second_trees_change_no_bit(monkeypatch, mode):
+    """A sweep keeps a first tree's group sums for the second trees that share the same
+    features with it (PGEXACT_FIRST_GROUP_SUMS=0: summed per tree pair): the same bits, for
+    curves (every prefix and the first three) and sets, over several vectors of rows and two
+    threads; and both against the reference."""
+    _use(monkeypatch, mode)
+    ens, X = _catboost(9, 6, iterations=40, d=7)
+    rows = _rows_on_thresholds(ens, X, np.random.default_rng(9), 29)
+    d = ens.n_features
+    noise = _noise(d, 9)
+    R = np.array([np.random.default_rng(i).permutation(d) for i in range(len(rows))], dtype=np.int64)
+    masks = (np.random.default_rng(1).random((len(rows), d)) < 0.6).astype(np.uint8)
+    calls = [lambda threads, s=s: core_exact.pg2_curve(ens._arena, rows, R, s, noise, threads, Kernel.leaf_pairs)
+             for s in (d, 3)]
+    calls.append(lambda threads: core_exact.pg2(ens._arena, rows, masks, noise, threads, Kernel.leaf_pairs))
+    kept = [call(2) for call in calls]
+    monkeypatch.setenv("PGEXACT_FIRST_GROUP_SUMS", "0")
+    for call, value in zip(calls, kept):
+        np.testing.assert_array_equal(call(2), value)
+        np.testing.assert_array_equal(call(1), value)
+    _close(kept[0], core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.reference))
+    _close(kept[2], core_exact.pg2(ens._arena, rows, masks, noise, 1, Kernel.reference))
+
+
 def _check_greedy_against_the_reference(ens, rows, noise, threads=1):
     """The greedy ranking's curve is the reference's PG2 of its prefixes, and every choice is a
     best candidate: PG2 of the chosen S + {j}, by the reference, is at least every other

@@ -100,7 +100,7 @@ struct Lanes {
     return LaneView{at_bound(v, 0), weight.data() + leaves, code.data() + leaves,
                     table_masses ? nullptr
                                  : masses.data() + static_cast<std::size_t>(v) * static_cast<std::size_t>(n_slots) * kLanes,
-                    out.data() + leaves, boxes->lo.data(), boxes->hi.data(), boxes->n_features};
+                    out.data() + leaves, boxes->lo.data(), boxes->hi.data(), boxes->n_features, v, vectors};
   }
   // The masses of leaf's interval on feature j (one it cuts, not by category) in the lanes of
   // vector v: the kept slot, or the same operations on the table, written to `scratch`.

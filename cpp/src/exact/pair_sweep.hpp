@@ -27,6 +27,7 @@ struct ThreadScratch {
   PairScratch box;
   PairList pairs;
   PlanScratch plan;  // plans built here (kept by the Projections within their budget)
+  FirstGroupCache first_groups;  // the tile's first-tree group sums (projected curves and sets)
 };
 
 // Runs body(scratch, t0, t1) for every tile [t0, t1) of `tile` consecutive first trees, in
@@ -144,6 +145,7 @@ class PairSweep {
         threads(resolve_threads(n_threads, std::max<std::int64_t>(a.n_trees(), n_rows))),
         cache_(a.n_trees(), open_store(a, boxes)),
         projections_(a, boxes),
+        keep_first_sums_(keep_first_group_sums()),
         control_(control) {}
 
   // Progress: a tree pair (t, s >= t) of a sweep is leaves(t) * leaves(s) units (its pairs cost
@@ -190,7 +192,10 @@ class PairSweep {
       }
       if constexpr (can_project) {
         if (const ProjectedPlan* plan = projections_.get(t, s, scratch.plan)) {
-          projected(t, plan->view(), 2.0);
+          ProjectedView view = plan->view();
+          view.first_cache = keep_first_sums_ ? &scratch.first_groups : nullptr;
+          view.first_tree = t;
+          projected(t, view, 2.0);
           advance(control_, weight * leaves(t) * leaves(s));
           return true;
         }
@@ -218,6 +223,7 @@ class PairSweep {
     // whatever tile.
     for_each_first_tile(arena, threads, first_tree_tile(arena.n_trees(), threads),
                         [&](ThreadScratch& scratch, std::int64_t t0, std::int64_t t1) {
+                          scratch.first_groups.start_tile(t0);
                           for (std::int64_t s = t0; s < arena.n_trees(); ++s) {
                             for (std::int64_t t = t0; t < std::min(t1, s + 1); ++t) {
                               if (!visit(scratch, t, s)) return;
@@ -234,6 +240,7 @@ class PairSweep {
  private:
   PairCache cache_;
   Projections projections_;
+  bool keep_first_sums_;
   RunControl* control_;
 };
 

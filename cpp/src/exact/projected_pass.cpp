@@ -117,48 +117,26 @@ class GroupSums {
 
 }  // namespace
 
-void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveSets& c, std::int64_t n_steps,
-                    double mult, double* sum, double* comp) {
-  const int top = top_feature(c.sets + (n_steps - 1) * kLanes);
-  // Per feature below `top`, the first prefix whose set holds it, per lane (as eval_curve), and
-  // the prefixes at which some lane's set gains it.
-  vi enters[64];
-  std::uint64_t steps = 1;  // prefix 0, then where a split feature of either tree enters
-  for (int j = 0; j < top; ++j) {
-    const vi never = {kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive,
-                      kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive};
-    vi first = never;
-    for (std::int64_t k = n_steps - 1; k >= 0; --k) first = holds(load_u(c.sets + k * kLanes), j) ? k : first;
-    enters[j] = first;
-    if (((pv.features >> j) & 1u) == 0) continue;
-    for (int l = 0; l < kLanes; ++l) {
-      if (first[l] < n_steps) steps |= std::uint64_t{1} << first[l];
-    }
-  }
-  // The prefixes summed (the others repeat the value before them): step[i] is the i-th.
-  std::int64_t step[64];
-  std::int32_t n_summed = 0;
-  for (std::uint64_t f = steps; f != 0; f &= f - 1) step[n_summed++] = __builtin_ctzll(f);
+namespace {
+
+// Adds, for the leaves [i0, i1) of the view (one tree's, own entries from e on), each leaf's
+// product at the steps step[0 .. n_step) (prefixes) from its first live one, into
+// out[si * n_groups + its group], in leaf order at each step; group_from[g]: the first step index
+// at which a leaf of group g is added (n_step: none; set by the caller).
+__attribute__((always_inline)) inline void add_leaf_sums(const ProjectedView& pv, const LaneView& lanes,
+                                                         std::int32_t i0, std::int32_t i1, std::size_t e, int top,
+                                                         const vi* enters, const std::int64_t* step,
+                                                         std::int32_t n_step, std::int32_t n_groups, vd* out,
+                                                         std::int32_t* group_from) {
   const vd zero = {};
-  const std::int32_t n_groups = pv.groups_first + pv.groups_second;
-  // Per summed prefix i and group g, A(g) at [i * n_groups + g]; per group, the first summed
-  // prefix at which one of its leaves is live in some lane (n_summed: none).
-  GroupSums groups(static_cast<std::size_t>(n_summed) * static_cast<std::size_t>(n_groups));
-  vd* const group_sum = groups.sum;
-  std::int32_t group_from[2 * kMaxProjectedLeaves];
-  for (std::int32_t g = 0; g < n_groups; ++g) group_from[g] = n_summed;
-  // Leaves: each loads its weight and own masses once and adds its product at every summed
-  // prefix from its first live one, in leaf order at each prefix.
-  const std::int32_t n_leaves = pv.n_first + pv.n_second;
-  std::size_t e = 0;  // own entries of leaf i start here
-  for (std::int32_t i = 0; i < n_leaves; ++i) {
+  for (std::int32_t i = i0; i < i1; ++i) {
     const ProjectedLeaf& leaf = pv.leaves[i];
     const std::size_t at = static_cast<std::size_t>(leaf.leaf) * kLanes;
     const vb code_b = load_b(lanes.code + at);
     const std::int8_t first_live = min_lane(code_b);
     std::int32_t from = 0;
-    while (from < n_summed && step[from] < first_live) ++from;
-    if (from == n_summed) {
+    while (from < n_step && step[from] < first_live) ++from;
+    if (from == n_step) {
       e += leaf.n_own;
       continue;
     }
@@ -170,17 +148,119 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     e += leaf.n_own;
     vi in_from[64];
     for (std::int32_t x = 0; x < n; ++x) in_from[x] = enters[feature[x]];
-    const std::int32_t g = leaf.group + (i < pv.n_first ? 0 : pv.groups_first);
+    const std::int32_t g = leaf.group;
     if (from < group_from[g]) group_from[g] = from;
-    vd* out = group_sum + g;
-    for (std::int32_t si = from; si < n_summed; ++si) {
+    vd* at_group = out + g;
+    for (std::int32_t si = from; si < n_step; ++si) {
       const std::int64_t k = step[si];
       vd a = w;
       for (std::int32_t x = 0; x < n; ++x) a = (in_from[x] <= k) ? a * D[x] : a;
       const vi alive = code <= k;
-      out[static_cast<std::size_t>(si) * static_cast<std::size_t>(n_groups)] += alive ? a : zero;
+      at_group[static_cast<std::size_t>(si) * static_cast<std::size_t>(n_groups)] += alive ? a : zero;
     }
   }
+}
+
+// The steps (prefixes, as bits) listed in order into step; returns how many.
+__attribute__((always_inline)) inline std::int32_t list_steps(std::uint64_t steps, std::int64_t* step) {
+  std::int32_t n = 0;
+  for (std::uint64_t f = steps; f != 0; f &= f - 1) step[n++] = __builtin_ctzll(f);
+  return n;
+}
+
+// Index, among `steps`, of the last one at or before prefix k (prefix 0 is always a step).
+__attribute__((always_inline)) inline std::int32_t step_at(std::uint64_t steps, std::int64_t k) {
+  const std::uint64_t upto = k >= 63 ? ~std::uint64_t{0} : (std::uint64_t{2} << k) - 1;
+  return __builtin_popcountll(steps & upto) - 1;
+}
+
+}  // namespace
+
+void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveSets& c, std::int64_t n_steps,
+                    double mult, double* sum, double* comp) {
+  const int top = top_feature(c.sets + (n_steps - 1) * kLanes);
+  // Per feature below `top`, the first prefix whose set holds it, per lane (as eval_curve), and
+  // the prefixes at which some lane's set gains it: the pair's steps, and each tree's.
+  vi enters[64];
+  std::uint64_t steps = 1;  // prefix 0, then where a split feature of either tree enters
+  std::uint64_t first_steps = 1, second_steps = 1;
+  for (int j = 0; j < top; ++j) {
+    const vi never = {kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive,
+                      kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive};
+    vi first = never;
+    for (std::int64_t k = n_steps - 1; k >= 0; --k) first = holds(load_u(c.sets + k * kLanes), j) ? k : first;
+    enters[j] = first;
+    if (((pv.features >> j) & 1u) == 0) continue;
+    std::uint64_t gains = 0;
+    for (int l = 0; l < kLanes; ++l) {
+      if (first[l] < n_steps) gains |= std::uint64_t{1} << first[l];
+    }
+    steps |= gains;
+    if (((pv.first_features >> j) & 1u) != 0) first_steps |= gains;
+    if (((pv.second_features >> j) & 1u) != 0) second_steps |= gains;
+  }
+  // The prefixes summed (the others repeat the value before them): step[i] is the i-th.
+  std::int64_t step[64];
+  const std::int32_t n_summed = list_steps(steps, step);
+  const vd zero = {};
+  // Each tree's group sums A(g) at its own steps, [step index][group]: a tree's products and
+  // liveness change only at its steps, so at any prefix they are those of its last step at or
+  // before it, the same operations in the same order. The first tree's may come from the
+  // sweep's cache (FirstGroupSums), filled by the first pair that needed them. first_from /
+  // second_from: per group, the first prefix at which one of its leaves is live in some lane.
+  std::int64_t first_step[64], second_step[64];
+  const std::int32_t n_first_steps = list_steps(first_steps, first_step);
+  const std::int32_t n_second_steps = list_steps(second_steps, second_step);
+  std::int32_t from_index[kMaxProjectedLeaves];
+  std::int64_t first_from[kMaxProjectedLeaves], second_from[kMaxProjectedLeaves];
+  FirstGroupSums* kept = pv.first_sums;
+  const bool first_kept = kept != nullptr && kept->filled;
+  const std::size_t first_cells = static_cast<std::size_t>(n_first_steps) * static_cast<std::size_t>(pv.groups_first);
+  const std::size_t second_cells = static_cast<std::size_t>(n_second_steps) * static_cast<std::size_t>(pv.groups_second);
+  // The second tree's sums, and the first's where the cache has no room for them.
+  GroupSums groups(second_cells + (kept == nullptr ? first_cells : 0));
+  const vd* first_sum;
+  std::size_t e_second = 0;  // own entries of the second tree's leaves start here
+  for (std::int32_t i = 0; i < pv.n_first; ++i) e_second += pv.leaves[i].n_own;
+  if (first_kept) {
+    first_sum = reinterpret_cast<const vd*>(kept->sums);
+    for (std::int32_t g = 0; g < pv.groups_first; ++g) first_from[g] = kept->first_live[g];
+  } else {
+    vd* out = groups.sum + second_cells;
+    if (kept != nullptr) {
+      out = reinterpret_cast<vd*>(kept->sums);
+      for (std::size_t x = 0; x < first_cells; ++x) out[x] = zero;
+    }
+    for (std::int32_t g = 0; g < pv.groups_first; ++g) from_index[g] = n_first_steps;
+    add_leaf_sums(pv, lanes, 0, pv.n_first, 0, top, enters, first_step, n_first_steps, pv.groups_first, out,
+                  from_index);
+    for (std::int32_t g = 0; g < pv.groups_first; ++g) {
+      first_from[g] = from_index[g] == n_first_steps ? kNeverAlive : first_step[from_index[g]];
+    }
+    if (kept != nullptr) {
+      kept->steps = first_steps;
+      for (std::int32_t g = 0; g < pv.groups_first; ++g) kept->first_live[g] = static_cast<std::int8_t>(first_from[g]);
+      kept->filled = true;
+    }
+    first_sum = out;
+  }
+  const vd* const second_sum = groups.sum;
+  for (std::int32_t h = 0; h < pv.groups_second; ++h) from_index[h] = n_second_steps;
+  add_leaf_sums(pv, lanes, pv.n_first, pv.n_first + pv.n_second, e_second, top, enters, second_step, n_second_steps,
+                pv.groups_second, groups.sum, from_index);
+  for (std::int32_t h = 0; h < pv.groups_second; ++h) {
+    second_from[h] = from_index[h] == n_second_steps ? kNeverAlive : second_step[from_index[h]];
+  }
+  // Per summed prefix, the index of each tree's step that holds its sums.
+  std::int32_t first_at[64], second_at[64];
+  for (std::int32_t si = 0; si < n_summed; ++si) {
+    first_at[si] = step_at(first_steps, step[si]);
+    second_at[si] = step_at(second_steps, step[si]);
+  }
+  // A group's first live prefix is one of its tree's steps, hence a summed one: its index.
+  auto summed_index = [&](std::int64_t k) {
+    return k == kNeverAlive ? n_summed : step_at(steps, k);
+  };
   // Meets: each computes its masses once and adds its product at every summed prefix from the
   // later of its groups' first live ones, in meet order at each prefix.
   vd value[64];
@@ -188,22 +268,21 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
   std::size_t m = 0;  // entries of meet q start here
   for (std::size_t q = 0; q < pv.n_meets; ++q) {
     const ProjectedMeet& meet = pv.meets[q];
-    const std::int32_t h = pv.groups_first + meet.h;
-    const std::int32_t from = std::max(group_from[meet.g], group_from[h]);
-    if (from == n_summed) {  // an exact zero in every lane at every prefix
+    const std::int64_t live_from = std::max(first_from[meet.g], second_from[meet.h]);
+    if (live_from == kNeverAlive) {  // an exact zero in every lane at every prefix
       m += meet.count;
       continue;
     }
+    const std::int32_t from = summed_index(live_from);
     vd D[64];
     std::int32_t feature[64];
     const std::int32_t n = meet_masses(pv, lanes, m, meet.count, top, D, feature);
     m += meet.count;
     vi in_from[64];
     for (std::int32_t x = 0; x < n; ++x) in_from[x] = enters[feature[x]];
-    const vd* A = group_sum;
     for (std::int32_t si = from; si < n_summed; ++si) {
-      const std::size_t row = static_cast<std::size_t>(si) * static_cast<std::size_t>(n_groups);
-      vd P = A[row + static_cast<std::size_t>(meet.g)] * A[row + static_cast<std::size_t>(h)];
+      vd P = first_sum[static_cast<std::size_t>(first_at[si]) * static_cast<std::size_t>(pv.groups_first) + meet.g] *
+             second_sum[static_cast<std::size_t>(second_at[si]) * static_cast<std::size_t>(pv.groups_second) + meet.h];
       const std::int64_t k = step[si];
       for (std::int32_t x = 0; x < n; ++x) P = (in_from[x] <= k) ? P * D[x] : P;
       value[si] += P;

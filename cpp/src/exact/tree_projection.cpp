@@ -15,7 +15,7 @@ void ProjectedPlan::clear() {
   meet_feature.clear();
   meet_cut.clear();
   n_first = n_second = groups_first = groups_second = 0;
-  features = 0;
+  features = first_features = second_features = shared = 0;
 }
 
 TreeFeatures::TreeFeatures(const Arena& a, const LeafBoxes& boxes) {
@@ -117,7 +117,10 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeFeature
   const std::uint64_t C = cut_t & cut_s;
   // Trees that cut the same features merge no leaves: the plan would be the pairs over again.
   if (!always && cut_t == C && cut_s == C) return false;
-  plan.features = features.split[static_cast<std::size_t>(t)] | features.split[static_cast<std::size_t>(s)];
+  plan.first_features = features.split[static_cast<std::size_t>(t)];
+  plan.second_features = features.split[static_cast<std::size_t>(s)];
+  plan.features = plan.first_features | plan.second_features;
+  plan.shared = C;
   plan.n_first = leaves_t;
   plan.n_second = leaves_s;
   plan.groups_first = group_leaves(boxes, t, C, scratch);
@@ -181,6 +184,62 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeFeature
   const double projected_cost = static_cast<double>(plan.leaves.size() + plan.own_feature.size() + plan.meets.size() +
                                                     plan.meet_feature.size());
   return projected_cost * kProjectedWeight < pair_cost;
+}
+
+void FirstGroupCache::start_tile(std::int64_t t0) {
+  t0_ = t0;
+  for (auto& seen : seen_) seen.clear();
+  n_entries_ = 0;
+  chunk_ = used_ = 0;
+}
+
+double* FirstGroupCache::allocate(std::size_t n) {
+  constexpr std::size_t align = kLanes;  // doubles: one lane vector
+  n = (n + align - 1) / align * align;
+  if (n > kChunkDoubles) return nullptr;
+  if (chunk_ < chunks_.size() && used_ + n > kChunkDoubles) {
+    ++chunk_;
+    used_ = 0;
+  }
+  if (chunk_ == chunks_.size()) {
+    if (chunks_.size() == kMaxChunks) return nullptr;
+    chunks_.emplace_back(new double[kChunkDoubles + align]);
+  }
+  // (Aligned by hand: the passes store whole lane vectors there.)
+  const auto base = reinterpret_cast<std::uintptr_t>(chunks_[chunk_].get());
+  const std::uintptr_t bytes = align * sizeof(double);
+  double* at = reinterpret_cast<double*>((base + bytes - 1) / bytes * bytes) + used_;
+  used_ += n;
+  return at;
+}
+
+FirstGroupSums* FirstGroupCache::get(std::int64_t t, std::uint64_t C, std::int32_t vector, std::int32_t n_vectors,
+                                     std::int32_t groups, std::int64_t n_steps) {
+  const auto i = static_cast<std::size_t>(t - t0_);
+  if (seen_.size() <= i) seen_.resize(i + 1);
+  for (const auto& [shared, first] : seen_[i]) {
+    if (shared == C) {
+      FirstGroupSums* entry = entries_[first + static_cast<std::size_t>(vector)].get();
+      if (entry->sums == nullptr) {  // this vector's room not yet taken
+        entry->sums = allocate(static_cast<std::size_t>(n_steps * groups) * kLanes);
+        if (entry->sums == nullptr) return nullptr;
+      }
+      return entry;
+    }
+  }
+  const std::size_t first = n_entries_;
+  n_entries_ += static_cast<std::size_t>(n_vectors);
+  while (entries_.size() < n_entries_) entries_.push_back(std::make_unique<FirstGroupSums>());
+  for (std::size_t e = first; e < n_entries_; ++e) *entries_[e] = FirstGroupSums{};
+  seen_[i].emplace_back(C, first);
+  FirstGroupSums* entry = entries_[first + static_cast<std::size_t>(vector)].get();
+  entry->sums = allocate(static_cast<std::size_t>(n_steps * groups) * kLanes);
+  return entry->sums == nullptr ? nullptr : entry;
+}
+
+bool keep_first_group_sums() {
+  const char* keep = std::getenv("PGEXACT_FIRST_GROUP_SUMS");
+  return keep == nullptr || std::string(keep) != "0";
 }
 
 ProjectionUse projection_use() {

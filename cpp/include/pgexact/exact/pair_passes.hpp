@@ -85,6 +85,7 @@ struct LaneView {
   const std::int32_t* leaf_lo;
   const std::int32_t* leaf_hi;
   std::int32_t n_features;
+  std::int32_t vector = 0, n_vectors = 1;  // which vector of its block of rows, of how many
 };
 
 // The prefixes of one vector of rows: sets[k][lane], the perturbed features of prefix k
@@ -124,6 +125,23 @@ struct ProjectedMeet {
   std::uint16_t g, h;   // a group of the first tree, one of the second, whose boxes meet on C
   std::uint8_t count;   // entries: features of C on which the meet is narrower than the line
 };
+// At most this many leaves per tree, and groups, in a projected tree pair.
+inline constexpr std::int32_t kMaxProjectedLeaves = 64;
+
+// The first tree's group sums A(g) of a projected tree pair, for one vector of rows: they depend
+// on the first tree, the features C it shares with the second and the rows only, so a sweep
+// keeps them for the other second trees with the same C (tree_projection.hpp, FirstGroupCache).
+// Computed at the first tree's own steps (prefix 0 and those at which some lane's set gains a
+// feature it splits on): between two of them no lane's product or liveness changes.
+struct FirstGroupSums {
+  bool filled = false;
+  std::uint64_t steps = 0;       // the first tree's steps, a bit per prefix
+  std::int8_t first_live[kMaxProjectedLeaves];  // per group: the first step at which a leaf of it is live in some lane (kNeverAlive: none)
+  double* sums = nullptr;        // [step index][group][lane], room for every prefix
+};
+namespace pairs {
+class FirstGroupCache;
+}
 struct ProjectedView {
   const ProjectedLeaf* leaves;
   std::int32_t n_first, n_second;        // leaves of the first tree, of the second
@@ -136,10 +154,16 @@ struct ProjectedView {
   const std::int32_t* meet_cut;          // per meet entry: lo, hi (boundary indices)
   std::size_t n_meet_entries;
   std::uint64_t features;  // every feature either tree splits on: only they change the pair's value
+  std::uint64_t first_features, second_features;  // those the first tree splits on, the second
+  // Where set (curves and sets in a sweep), the first tree's group sums for this vector of rows,
+  // filled by the first pair that needs them and read by the others; else computed per pair.
+  FirstGroupSums* first_sums = nullptr;
+  // The sweep's keeper of first_sums (per thread and tile), the first tree and C.
+  pairs::FirstGroupCache* first_cache = nullptr;
+  std::int64_t first_tree = 0;
+  std::uint64_t shared = 0;
 };
 
-// At most this many leaves per tree, and groups, in a projected tree pair.
-inline constexpr std::int32_t kMaxProjectedLeaves = 64;
 
 // sum/comp: per-lane compensated sums (kLanes values; n_steps * kLanes for the curve);
 // sets: per-lane sets (n_steps * kLanes for the curve); corr: [feature][lane], per feature of
