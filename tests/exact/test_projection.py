@@ -174,7 +174,7 @@ def test_a_rows_bits_do_not_depend_on_its_batch_or_threads(monkeypatch, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_first_tree_sums_kept_across_second_trees_change_no_bit(monkeypatch, mode):
     """A sweep keeps a first tree's group sums for the second trees that share the same
-    features with it (PGEXACT_FIRST_GROUP_SUMS=0: summed per tree pair): the same bits, for
+    features with it (PGEXACT_KEEP_GROUP_SUMS=0: summed per tree pair): the same bits, for
     curves (every prefix and the first three) and sets, over several vectors of rows and two
     threads; and both against the reference."""
     _use(monkeypatch, mode)
@@ -188,7 +188,7 @@ def test_first_tree_sums_kept_across_second_trees_change_no_bit(monkeypatch, mod
              for s in (d, 3)]
     calls.append(lambda threads: core_exact.pg2(ens._arena, rows, masks, noise, threads, Kernel.leaf_pairs))
     kept = [call(2) for call in calls]
-    monkeypatch.setenv("PGEXACT_FIRST_GROUP_SUMS", "0")
+    monkeypatch.setenv("PGEXACT_KEEP_GROUP_SUMS", "0")
     for call, value in zip(calls, kept):
         np.testing.assert_array_equal(call(2), value)
         np.testing.assert_array_equal(call(1), value)

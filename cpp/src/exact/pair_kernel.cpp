@@ -58,20 +58,24 @@ inline void set_pass(const PairPasses& p, const PairView& view, const LaneView& 
                      double mult, double* sum, double* comp) {
   p.set(view, lanes, sets, mult, sum, comp);
 }
-// A projected pair's view with its first tree's group sums for the lanes' vector, kept by the
-// sweep (tree_projection.hpp, FirstGroupCache) for the pairs with the same first tree and C.
-inline ProjectedView with_first_sums(const ProjectedView& view, const LaneView& lanes, std::int64_t n_steps) {
+// A projected pair's view with its trees' group sums for the lanes' vector, kept by the sweep
+// (tree_projection.hpp, GroupSumCache) for the pairs with the same tree and C.
+inline ProjectedView with_group_sums(const ProjectedView& view, const LaneView& lanes, std::int64_t n_steps) {
   ProjectedView with = view;
   if (view.first_cache != nullptr) {
     with.first_sums = view.first_cache->get(view.first_tree, view.shared, lanes.vector, lanes.n_vectors,
                                             view.groups_first, n_steps);
+  }
+  if (view.second_cache != nullptr) {
+    with.second_sums = view.second_cache->get(view.second_tree, view.shared, lanes.vector, lanes.n_vectors,
+                                              view.groups_second, n_steps);
   }
   return with;
 }
 inline void set_pass(const PairPasses& p, const ProjectedView& view, const LaneView& lanes, const std::uint64_t* sets,
                      double mult, double* sum, double* comp) {
   // A set is a curve of one prefix.
-  p.projected(with_first_sums(view, lanes, 1), lanes, CurveSets{sets}, 1, mult, sum, comp);
+  p.projected(with_group_sums(view, lanes, 1), lanes, CurveSets{sets}, 1, mult, sum, comp);
 }
 inline void curve_pass(const PairPasses& p, const PairView& view, const LaneView& lanes, const CurveSets& c,
                        std::int64_t n_steps, double mult, double* sum, double* comp) {
@@ -79,7 +83,7 @@ inline void curve_pass(const PairPasses& p, const PairView& view, const LaneView
 }
 inline void curve_pass(const PairPasses& p, const ProjectedView& view, const LaneView& lanes, const CurveSets& c,
                        std::int64_t n_steps, double mult, double* sum, double* comp) {
-  p.projected(with_first_sums(view, lanes, n_steps), lanes, c, n_steps, mult, sum, comp);
+  p.projected(with_group_sums(view, lanes, n_steps), lanes, c, n_steps, mult, sum, comp);
 }
 inline void curve_row_pass(const PairPasses& p, const PairView& view, const LaneView& lanes, const CurveSets& c,
                            std::int64_t n_steps, double mult, double* sum, double* comp) {

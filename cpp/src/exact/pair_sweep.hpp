@@ -27,7 +27,9 @@ struct ThreadScratch {
   PairScratch box;
   PairList pairs;
   PlanScratch plan;  // plans built here (kept by the Projections within their budget)
-  FirstGroupCache first_groups;  // the tile's first-tree group sums (projected curves and sets)
+  // Group sums of projected tree pairs (curves and sets): the tile's first trees', and the
+  // current second tree's (the tile's first trees meet it one after the other).
+  GroupSumCache first_groups, second_groups;
 };
 
 // Runs body(scratch, t0, t1) for every tile [t0, t1) of `tile` consecutive first trees, in
@@ -145,7 +147,7 @@ class PairSweep {
         threads(resolve_threads(n_threads, std::max<std::int64_t>(a.n_trees(), n_rows))),
         cache_(a.n_trees(), open_store(a, boxes)),
         projections_(a, boxes),
-        keep_first_sums_(keep_first_group_sums()),
+        keep_group_sums_(keep_group_sums()),
         control_(control) {}
 
   // Progress: a tree pair (t, s >= t) of a sweep is leaves(t) * leaves(s) units (its pairs cost
@@ -193,8 +195,12 @@ class PairSweep {
       if constexpr (can_project) {
         if (const ProjectedPlan* plan = projections_.get(t, s, scratch.plan)) {
           ProjectedView view = plan->view();
-          view.first_cache = keep_first_sums_ ? &scratch.first_groups : nullptr;
+          if (keep_group_sums_) {
+            view.first_cache = &scratch.first_groups;
+            view.second_cache = &scratch.second_groups;
+          }
           view.first_tree = t;
+          view.second_tree = s;
           projected(t, view, 2.0);
           advance(control_, weight * leaves(t) * leaves(s));
           return true;
@@ -225,6 +231,7 @@ class PairSweep {
                         [&](ThreadScratch& scratch, std::int64_t t0, std::int64_t t1) {
                           scratch.first_groups.start_tile(t0);
                           for (std::int64_t s = t0; s < arena.n_trees(); ++s) {
+                            scratch.second_groups.start_tile(s);
                             for (std::int64_t t = t0; t < std::min(t1, s + 1); ++t) {
                               if (!visit(scratch, t, s)) return;
                             }
@@ -240,7 +247,7 @@ class PairSweep {
  private:
   PairCache cache_;
   Projections projections_;
-  bool keep_first_sums_;
+  bool keep_group_sums_;
   RunControl* control_;
 };
 

@@ -205,52 +205,52 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
   const vd zero = {};
   // Each tree's group sums A(g) at its own steps, [step index][group]: a tree's products and
   // liveness change only at its steps, so at any prefix they are those of its last step at or
-  // before it, the same operations in the same order. The first tree's may come from the
-  // sweep's cache (FirstGroupSums), filled by the first pair that needed them. first_from /
-  // second_from: per group, the first prefix at which one of its leaves is live in some lane.
+  // before it, the same operations in the same order. They may come from the sweep's caches
+  // (TreeGroupSums), filled by the first pair that needed them. first_from / second_from: per
+  // group, the first prefix at which one of its leaves is live in some lane.
   std::int64_t first_step[64], second_step[64];
   const std::int32_t n_first_steps = list_steps(first_steps, first_step);
   const std::int32_t n_second_steps = list_steps(second_steps, second_step);
-  std::int32_t from_index[kMaxProjectedLeaves];
   std::int64_t first_from[kMaxProjectedLeaves], second_from[kMaxProjectedLeaves];
-  FirstGroupSums* kept = pv.first_sums;
-  const bool first_kept = kept != nullptr && kept->filled;
   const std::size_t first_cells = static_cast<std::size_t>(n_first_steps) * static_cast<std::size_t>(pv.groups_first);
   const std::size_t second_cells = static_cast<std::size_t>(n_second_steps) * static_cast<std::size_t>(pv.groups_second);
-  // The second tree's sums, and the first's where the cache has no room for them.
-  GroupSums groups(second_cells + (kept == nullptr ? first_cells : 0));
-  const vd* first_sum;
+  // The sums of the trees the caches have no room for.
+  GroupSums groups((pv.first_sums == nullptr ? first_cells : 0) + (pv.second_sums == nullptr ? second_cells : 0));
+  vd* local = groups.sum;
   std::size_t e_second = 0;  // own entries of the second tree's leaves start here
   for (std::int32_t i = 0; i < pv.n_first; ++i) e_second += pv.leaves[i].n_own;
-  if (first_kept) {
-    first_sum = reinterpret_cast<const vd*>(kept->sums);
-    for (std::int32_t g = 0; g < pv.groups_first; ++g) first_from[g] = kept->first_live[g];
-  } else {
-    vd* out = groups.sum + second_cells;
+  // The sums of leaves [i0, i1) (own entries from e0), groups of them, at the tree's steps.
+  auto tree_sums = [&](TreeGroupSums* kept, std::int32_t i0, std::int32_t i1, std::size_t e0, std::uint64_t tree_steps,
+                       const std::int64_t* tree_step, std::int32_t n_tree_steps, std::int32_t n_groups,
+                       std::size_t cells, std::int64_t* from) -> const vd* {
+    if (kept != nullptr && kept->filled) {
+      for (std::int32_t g = 0; g < n_groups; ++g) from[g] = kept->first_live[g];
+      return reinterpret_cast<const vd*>(kept->sums);
+    }
+    vd* out = local;
     if (kept != nullptr) {
       out = reinterpret_cast<vd*>(kept->sums);
-      for (std::size_t x = 0; x < first_cells; ++x) out[x] = zero;
+      for (std::size_t x = 0; x < cells; ++x) out[x] = zero;
+    } else {
+      local += cells;
     }
-    for (std::int32_t g = 0; g < pv.groups_first; ++g) from_index[g] = n_first_steps;
-    add_leaf_sums(pv, lanes, 0, pv.n_first, 0, top, enters, first_step, n_first_steps, pv.groups_first, out,
-                  from_index);
-    for (std::int32_t g = 0; g < pv.groups_first; ++g) {
-      first_from[g] = from_index[g] == n_first_steps ? kNeverAlive : first_step[from_index[g]];
+    std::int32_t from_index[kMaxProjectedLeaves];
+    for (std::int32_t g = 0; g < n_groups; ++g) from_index[g] = n_tree_steps;
+    add_leaf_sums(pv, lanes, i0, i1, e0, top, enters, tree_step, n_tree_steps, n_groups, out, from_index);
+    for (std::int32_t g = 0; g < n_groups; ++g) {
+      from[g] = from_index[g] == n_tree_steps ? kNeverAlive : tree_step[from_index[g]];
     }
     if (kept != nullptr) {
-      kept->steps = first_steps;
-      for (std::int32_t g = 0; g < pv.groups_first; ++g) kept->first_live[g] = static_cast<std::int8_t>(first_from[g]);
+      kept->steps = tree_steps;
+      for (std::int32_t g = 0; g < n_groups; ++g) kept->first_live[g] = static_cast<std::int8_t>(from[g]);
       kept->filled = true;
     }
-    first_sum = out;
-  }
-  const vd* const second_sum = groups.sum;
-  for (std::int32_t h = 0; h < pv.groups_second; ++h) from_index[h] = n_second_steps;
-  add_leaf_sums(pv, lanes, pv.n_first, pv.n_first + pv.n_second, e_second, top, enters, second_step, n_second_steps,
-                pv.groups_second, groups.sum, from_index);
-  for (std::int32_t h = 0; h < pv.groups_second; ++h) {
-    second_from[h] = from_index[h] == n_second_steps ? kNeverAlive : second_step[from_index[h]];
-  }
+    return out;
+  };
+  const vd* const first_sum = tree_sums(pv.first_sums, 0, pv.n_first, 0, first_steps, first_step, n_first_steps,
+                                        pv.groups_first, first_cells, first_from);
+  const vd* const second_sum = tree_sums(pv.second_sums, pv.n_first, pv.n_first + pv.n_second, e_second, second_steps,
+                                         second_step, n_second_steps, pv.groups_second, second_cells, second_from);
   // Per summed prefix, the index of each tree's step that holds its sums.
   std::int32_t first_at[64], second_at[64];
   for (std::int32_t si = 0; si < n_summed; ++si) {

@@ -186,14 +186,14 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeFeature
   return projected_cost * kProjectedWeight < pair_cost;
 }
 
-void FirstGroupCache::start_tile(std::int64_t t0) {
+void GroupSumCache::start_tile(std::int64_t t0) {
   t0_ = t0;
   for (auto& seen : seen_) seen.clear();
   n_entries_ = 0;
   chunk_ = used_ = 0;
 }
 
-double* FirstGroupCache::allocate(std::size_t n) {
+double* GroupSumCache::allocate(std::size_t n) {
   constexpr std::size_t align = kLanes;  // doubles: one lane vector
   n = (n + align - 1) / align * align;
   if (n > kChunkDoubles) return nullptr;
@@ -213,13 +213,13 @@ double* FirstGroupCache::allocate(std::size_t n) {
   return at;
 }
 
-FirstGroupSums* FirstGroupCache::get(std::int64_t t, std::uint64_t C, std::int32_t vector, std::int32_t n_vectors,
+TreeGroupSums* GroupSumCache::get(std::int64_t t, std::uint64_t C, std::int32_t vector, std::int32_t n_vectors,
                                      std::int32_t groups, std::int64_t n_steps) {
   const auto i = static_cast<std::size_t>(t - t0_);
   if (seen_.size() <= i) seen_.resize(i + 1);
   for (const auto& [shared, first] : seen_[i]) {
     if (shared == C) {
-      FirstGroupSums* entry = entries_[first + static_cast<std::size_t>(vector)].get();
+      TreeGroupSums* entry = entries_[first + static_cast<std::size_t>(vector)].get();
       if (entry->sums == nullptr) {  // this vector's room not yet taken
         entry->sums = allocate(static_cast<std::size_t>(n_steps * groups) * kLanes);
         if (entry->sums == nullptr) return nullptr;
@@ -229,16 +229,16 @@ FirstGroupSums* FirstGroupCache::get(std::int64_t t, std::uint64_t C, std::int32
   }
   const std::size_t first = n_entries_;
   n_entries_ += static_cast<std::size_t>(n_vectors);
-  while (entries_.size() < n_entries_) entries_.push_back(std::make_unique<FirstGroupSums>());
-  for (std::size_t e = first; e < n_entries_; ++e) *entries_[e] = FirstGroupSums{};
+  while (entries_.size() < n_entries_) entries_.push_back(std::make_unique<TreeGroupSums>());
+  for (std::size_t e = first; e < n_entries_; ++e) *entries_[e] = TreeGroupSums{};
   seen_[i].emplace_back(C, first);
-  FirstGroupSums* entry = entries_[first + static_cast<std::size_t>(vector)].get();
+  TreeGroupSums* entry = entries_[first + static_cast<std::size_t>(vector)].get();
   entry->sums = allocate(static_cast<std::size_t>(n_steps * groups) * kLanes);
   return entry->sums == nullptr ? nullptr : entry;
 }
 
-bool keep_first_group_sums() {
-  const char* keep = std::getenv("PGEXACT_FIRST_GROUP_SUMS");
+bool keep_group_sums() {
+  const char* keep = std::getenv("PGEXACT_KEEP_GROUP_SUMS");
   return keep == nullptr || std::string(keep) != "0";
 }
 

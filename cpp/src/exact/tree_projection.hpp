@@ -84,22 +84,23 @@ struct TreeFeatures {
 bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeFeatures& features, std::int64_t t,
                        std::int64_t s, bool always, PlanScratch& scratch);
 
-// A thread's first-tree group sums in a sweep (FirstGroupSums): a tile's first trees meet every
-// later tree, and the sums of first tree t depend only on t, the features C it shares with the
-// second tree and the vector of rows, so the pairs of (t, C) after the first read them instead
-// of summing t's leaves again (CatBoost(1000) on housing: about 20 distinct C per tree for 999
-// second trees). Kept from the start of a tile (whose rows do not change) within a budget;
-// past it, get() returns null and the pass sums the first tree per pair, with the same bits.
-class FirstGroupCache {
+// A thread's group sums of projected tree pairs in a sweep (TreeGroupSums). A tree's sums depend
+// only on the tree, the features C it shares with the other and the vector of rows, so the
+// pairs of (tree, C) after the first read them instead of summing the tree's leaves again:
+// a tile's first trees meet every later tree (CatBoost(1000) on housing: about 20 distinct C
+// per tree for 999 second trees), and a second tree meets the tile's first trees one after the
+// other. Kept from the start of a tile of trees (whose rows do not change) within a budget;
+// past it, get() returns null and the pass sums the tree per pair, with the same bits.
+class GroupSumCache {
  public:
-  FirstGroupCache() = default;
-  FirstGroupCache(const FirstGroupCache&) = delete;
-  FirstGroupCache& operator=(const FirstGroupCache&) = delete;
-  // Forgets every sum: a new tile of first trees from t0 (or a new block of rows).
+  GroupSumCache() = default;
+  GroupSumCache(const GroupSumCache&) = delete;
+  GroupSumCache& operator=(const GroupSumCache&) = delete;
+  // Forgets every sum: a new tile of trees from t0 (or a new block of rows).
   void start_tile(std::int64_t t0);
-  // The sums of first tree t on C for vector `vector` of n_vectors (unfilled the first time), with
-  // room for `groups` groups at up to n_steps steps; null past the budget.
-  FirstGroupSums* get(std::int64_t t, std::uint64_t C, std::int32_t vector, std::int32_t n_vectors, std::int32_t groups,
+  // The sums of tree t (of the tile) on C for vector `vector` of n_vectors (unfilled the first
+  // time), with room for `groups` groups at up to n_steps steps; null past the budget.
+  TreeGroupSums* get(std::int64_t t, std::uint64_t C, std::int32_t vector, std::int32_t n_vectors, std::int32_t groups,
                       std::int64_t n_steps);
 
  private:
@@ -108,17 +109,17 @@ class FirstGroupCache {
   // Room for `n` doubles, aligned to a lane vector, or null past the budget.
   double* allocate(std::size_t n);
   std::int64_t t0_ = 0;
-  // Per first tree of the tile: its C's and the index of their first vector's entry.
+  // Per tree of the tile: its C's and the index of their first vector's entry.
   std::vector<std::vector<std::pair<std::uint64_t, std::size_t>>> seen_;
-  std::vector<std::unique_ptr<FirstGroupSums>> entries_;
+  std::vector<std::unique_ptr<TreeGroupSums>> entries_;
   std::size_t n_entries_ = 0;
   std::vector<std::unique_ptr<double[]>> chunks_;
   std::size_t chunk_ = 0, used_ = 0;  // the chunk being filled, and doubles used in it
 };
 
-// Whether sweeps keep first-tree group sums (FirstGroupCache): PGEXACT_FIRST_GROUP_SUMS=0 turns
-// it off (tests: the pass then sums the first tree per pair, with the same bits). Read per call.
-bool keep_first_group_sums();
+// Whether sweeps keep group sums (GroupSumCache): PGEXACT_KEEP_GROUP_SUMS=0 turns it off (tests:
+// the pass then sums both trees per pair, with the same bits). Read per call.
+bool keep_group_sums();
 
 // How a call uses projections: PGEXACT_PROJECTION=0 never (the leaf pairs everywhere: tests
 // and before/after benchmarks), =always wherever a plan can be built (tests of the pass on every

@@ -128,19 +128,20 @@ struct ProjectedMeet {
 // At most this many leaves per tree, and groups, in a projected tree pair.
 inline constexpr std::int32_t kMaxProjectedLeaves = 64;
 
-// The first tree's group sums A(g) of a projected tree pair, for one vector of rows: they depend
-// on the first tree, the features C it shares with the second and the rows only, so a sweep
-// keeps them for the other second trees with the same C (tree_projection.hpp, FirstGroupCache).
-// Computed at the first tree's own steps (prefix 0 and those at which some lane's set gains a
-// feature it splits on): between two of them no lane's product or liveness changes.
-struct FirstGroupSums {
+// One tree's group sums A(g) in a projected tree pair, for one vector of rows: they depend on
+// the tree, the features C it shares with the other and the rows only, so a sweep keeps them
+// for the tree's other pairs with the same C (tree_projection.hpp, GroupSumCache). Taken at the
+// tree's own steps (prefix 0 and those at which some lane's set gains a feature it splits on):
+// between two of them no lane's product or liveness changes.
+struct TreeGroupSums {
   bool filled = false;
-  std::uint64_t steps = 0;       // the first tree's steps, a bit per prefix
-  std::int8_t first_live[kMaxProjectedLeaves];  // per group: the first step at which a leaf of it is live in some lane (kNeverAlive: none)
-  double* sums = nullptr;        // [step index][group][lane], room for every prefix
+  std::uint64_t steps = 0;  // the tree's steps, a bit per prefix
+  // Per group: the first step at which a leaf of it is live in some lane (kNeverAlive: none).
+  std::int8_t first_live[kMaxProjectedLeaves];
+  double* sums = nullptr;  // [step index][group][lane], room for every prefix
 };
 namespace pairs {
-class FirstGroupCache;
+class GroupSumCache;
 }
 struct ProjectedView {
   const ProjectedLeaf* leaves;
@@ -155,12 +156,15 @@ struct ProjectedView {
   std::size_t n_meet_entries;
   std::uint64_t features;  // every feature either tree splits on: only they change the pair's value
   std::uint64_t first_features, second_features;  // those the first tree splits on, the second
-  // Where set (curves and sets in a sweep), the first tree's group sums for this vector of rows,
-  // filled by the first pair that needs them and read by the others; else computed per pair.
-  FirstGroupSums* first_sums = nullptr;
-  // The sweep's keeper of first_sums (per thread and tile), the first tree and C.
-  pairs::FirstGroupCache* first_cache = nullptr;
-  std::int64_t first_tree = 0;
+  // Where set (curves and sets in a sweep), each tree's group sums for this vector of rows,
+  // filled by the first pair that needs them and read by the others; else summed per pair.
+  TreeGroupSums* first_sums = nullptr;
+  TreeGroupSums* second_sums = nullptr;
+  // The sweep's keepers of those (per thread: the tile's first trees, the current second tree),
+  // the trees and C.
+  pairs::GroupSumCache* first_cache = nullptr;
+  pairs::GroupSumCache* second_cache = nullptr;
+  std::int64_t first_tree = 0, second_tree = 0;
   std::uint64_t shared = 0;
 };
 
