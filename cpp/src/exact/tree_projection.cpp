@@ -45,22 +45,22 @@ TreeFeatures::TreeFeatures(const Arena& a, const LeafBoxes& boxes) {
   }
 }
 
-namespace {
-
-// Groups the leaves of tree t by their boxes on C (and the special values their paths admit
-// there) into scratch.plan: its leaves and their own entries; and per group a leaf, the group's
-// size and its key (appended to the scratch's); returns the number of groups.
-std::int32_t group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, PlanScratch& scratch) {
-  ProjectedPlan& plan = scratch.plan;
+void group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, TreeGrouping& grouping) {
+  grouping.leaves.clear();
+  grouping.own_feature.clear();
+  grouping.own_slot.clear();
+  grouping.representative.clear();
+  grouping.group_size.clear();
+  grouping.own_entries.clear();
+  grouping.group_key.clear();
   const auto d = static_cast<std::size_t>(boxes.n_features);
-  const std::size_t offset = scratch.representative.size();
   std::int32_t n_groups = 0;
   for (std::int32_t u = boxes.tree_first[t]; u < boxes.tree_first[t + 1]; ++u) {
     const std::size_t base = static_cast<std::size_t>(u) * d;
     const std::uint64_t nan_u = boxes.nan_ok[static_cast<std::size_t>(u)] & C;
     const std::uint64_t zero_u = boxes.zero_ok[static_cast<std::size_t>(u)] & C;
-    // A hash of the box on C, compared before the box (the build is a few microseconds a tree
-    // pair; comparing every box with every group's showed as a tenth of LightGBM's curves).
+    // A hash of the box on C, compared before the box (comparing every box with every group's
+    // showed as a tenth of LightGBM's curves).
     std::uint64_t key = nan_u * 0x9e3779b97f4a7c15ULL ^ zero_u;
     for (std::uint64_t f = C; f != 0; f &= f - 1) {
       const auto j = static_cast<std::size_t>(__builtin_ctzll(f));
@@ -69,8 +69,8 @@ std::int32_t group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t 
     }
     std::int32_t group = -1;
     for (std::int32_t g = 0; g < n_groups && group < 0; ++g) {
-      if (scratch.group_key[offset + static_cast<std::size_t>(g)] != key) continue;
-      const std::int32_t r = scratch.representative[offset + static_cast<std::size_t>(g)];
+      if (grouping.group_key[static_cast<std::size_t>(g)] != key) continue;
+      const std::int32_t r = grouping.representative[static_cast<std::size_t>(g)];
       const std::size_t rbase = static_cast<std::size_t>(r) * d;
       bool same = (boxes.nan_ok[static_cast<std::size_t>(r)] & C) == nan_u &&
                   (boxes.zero_ok[static_cast<std::size_t>(r)] & C) == zero_u;
@@ -82,71 +82,58 @@ std::int32_t group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t 
     }
     if (group < 0) {
       group = n_groups++;
-      scratch.representative.push_back(u);
-      scratch.group_size.push_back(0);
-      scratch.group_key.push_back(key);
+      grouping.representative.push_back(u);
+      grouping.group_size.push_back(0);
+      grouping.own_entries.push_back(0);
+      grouping.group_key.push_back(key);
     }
-    ++scratch.group_size[offset + static_cast<std::size_t>(group)];
+    ++grouping.group_size[static_cast<std::size_t>(group)];
     const std::uint64_t own = boxes.constrained[static_cast<std::size_t>(u)] & ~C;
     std::int32_t n_own = 0;
     for (std::uint64_t f = own; f != 0; f &= f - 1, ++n_own) {
       const auto j = static_cast<std::size_t>(__builtin_ctzll(f));
-      plan.own_feature.push_back(static_cast<std::uint8_t>(j));
-      plan.own_slot.push_back(boxes.slot_of[base + j]);
+      grouping.own_feature.push_back(static_cast<std::uint8_t>(j));
+      grouping.own_slot.push_back(boxes.slot_of[base + j]);
     }
-    plan.leaves.push_back(ProjectedLeaf{u, static_cast<std::uint16_t>(group), static_cast<std::uint8_t>(n_own), 0});
+    grouping.own_entries[static_cast<std::size_t>(group)] += n_own;
+    grouping.leaves.push_back(
+        ProjectedLeaf{u, static_cast<std::uint16_t>(group), static_cast<std::uint8_t>(n_own), 0});
   }
-  return n_groups;
 }
 
-}  // namespace
-
-bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeFeatures& features, std::int64_t t,
-                       std::int64_t s, bool always, PlanScratch& scratch) {
-  ProjectedPlan& plan = scratch.plan;
+bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGrouping& first, const TreeGrouping& second,
+                       std::uint64_t C, std::uint64_t split_first, std::uint64_t split_second, bool always,
+                       ProjectedPlan& plan) {
   plan.clear();
-  scratch.representative.clear();
-  scratch.group_size.clear();
-  scratch.group_key.clear();
-  const std::int32_t leaves_t = boxes.tree_first[t + 1] - boxes.tree_first[t];
-  const std::int32_t leaves_s = boxes.tree_first[s + 1] - boxes.tree_first[s];
-  if (t == s || boxes.set_features != 0 || leaves_t > kMaxProjectedLeaves || leaves_s > kMaxProjectedLeaves) {
-    return false;
-  }
-  const std::uint64_t cut_t = features.cut[static_cast<std::size_t>(t)], cut_s = features.cut[static_cast<std::size_t>(s)];
-  const std::uint64_t C = cut_t & cut_s;
-  // Trees that cut the same features merge no leaves: the plan would be the pairs over again.
-  if (!always && cut_t == C && cut_s == C) return false;
-  plan.first_features = features.split[static_cast<std::size_t>(t)];
-  plan.second_features = features.split[static_cast<std::size_t>(s)];
-  plan.features = plan.first_features | plan.second_features;
+  const auto leaves_t = static_cast<std::int32_t>(first.leaves.size());
+  const auto leaves_s = static_cast<std::int32_t>(second.leaves.size());
+  plan.first_features = split_first;
+  plan.second_features = split_second;
+  plan.features = split_first | split_second;
   plan.shared = C;
   plan.n_first = leaves_t;
   plan.n_second = leaves_s;
-  plan.groups_first = group_leaves(boxes, t, C, scratch);
-  plan.groups_second = group_leaves(boxes, s, C, scratch);
+  plan.groups_first = first.n_groups();
+  plan.groups_second = second.n_groups();
   // Little merging, few fewer items than pairs (LightGBM's 31-leaf trees on housing: most tree
   // pairs keep over 3/4 of their leaf pairs as meets): not worth building the meets.
   if (!always && 2 * static_cast<std::int64_t>(plan.groups_first) * plan.groups_second >
                      static_cast<std::int64_t>(leaves_t) * leaves_s) {
     return false;
   }
+  plan.leaves.insert(plan.leaves.end(), first.leaves.begin(), first.leaves.end());
+  plan.leaves.insert(plan.leaves.end(), second.leaves.begin(), second.leaves.end());
+  plan.own_feature.insert(plan.own_feature.end(), first.own_feature.begin(), first.own_feature.end());
+  plan.own_feature.insert(plan.own_feature.end(), second.own_feature.begin(), second.own_feature.end());
+  plan.own_slot.insert(plan.own_slot.end(), first.own_slot.begin(), first.own_slot.end());
+  plan.own_slot.insert(plan.own_slot.end(), second.own_slot.begin(), second.own_slot.end());
   const auto d = static_cast<std::size_t>(boxes.n_features);
-  // Per group, its leaves' own entries (for the pairs' cost).
-  std::vector<std::int64_t>& own_entries = scratch.own_entries;
-  own_entries.assign(scratch.representative.size(), 0);
-  for (std::size_t i = 0; i < plan.leaves.size(); ++i) {
-    const ProjectedLeaf& leaf = plan.leaves[i];
-    const std::size_t g = leaf.group + (i < static_cast<std::size_t>(leaves_t) ? 0 : static_cast<std::size_t>(plan.groups_first));
-    own_entries[g] += leaf.n_own;
-  }
   double pair_cost = 0.0;  // pairs and their entries, as the enumeration would list them
   for (std::int32_t g = 0; g < plan.groups_first; ++g) {
-    const std::int32_t u = scratch.representative[static_cast<std::size_t>(g)];
+    const std::int32_t u = first.representative[static_cast<std::size_t>(g)];
     const std::size_t ubase = static_cast<std::size_t>(u) * d;
     for (std::int32_t h = 0; h < plan.groups_second; ++h) {
-      const std::size_t hg = static_cast<std::size_t>(plan.groups_first + h);
-      const std::int32_t v = scratch.representative[hg];
+      const std::int32_t v = second.representative[static_cast<std::size_t>(h)];
       const std::size_t vbase = static_cast<std::size_t>(v) * d;
       const std::uint64_t special = (boxes.nan_ok[static_cast<std::size_t>(u)] & boxes.nan_ok[static_cast<std::size_t>(v)]) |
                                     (boxes.zero_ok[static_cast<std::size_t>(u)] & boxes.zero_ok[static_cast<std::size_t>(v)]);
@@ -175,9 +162,11 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeFeature
       }
       const auto count = static_cast<std::uint8_t>(plan.meet_feature.size() - entries_before);
       plan.meets.push_back(ProjectedMeet{static_cast<std::uint16_t>(g), static_cast<std::uint16_t>(h), count});
-      const double size_g = scratch.group_size[static_cast<std::size_t>(g)], size_h = scratch.group_size[hg];
-      pair_cost += size_g * size_h * (1.0 + count) + size_h * static_cast<double>(own_entries[static_cast<std::size_t>(g)]) +
-                   size_g * static_cast<double>(own_entries[hg]);
+      const double size_g = first.group_size[static_cast<std::size_t>(g)];
+      const double size_h = second.group_size[static_cast<std::size_t>(h)];
+      pair_cost += size_g * size_h * (1.0 + count) +
+                   size_h * static_cast<double>(first.own_entries[static_cast<std::size_t>(g)]) +
+                   size_g * static_cast<double>(second.own_entries[static_cast<std::size_t>(h)]);
     }
   }
   if (always) return true;
@@ -263,6 +252,40 @@ Projections::Projections(const Arena& a, const LeafBoxes& boxes)
   features_ = std::make_unique<TreeFeatures>(a, boxes);
   decided_.resize(static_cast<std::size_t>(a.n_trees()));
   kept_.resize(static_cast<std::size_t>(a.n_trees()));
+  groupings_.resize(static_cast<std::size_t>(a.n_trees()));
+  grouping_locks_ = std::make_unique<std::mutex[]>(static_cast<std::size_t>(a.n_trees()));
+}
+
+const TreeGrouping& Projections::grouping(std::int64_t t, std::uint64_t C, TreeGrouping& scratch) {
+  const std::lock_guard<std::mutex> lock(grouping_locks_[static_cast<std::size_t>(t)]);
+  auto& kept = groupings_[static_cast<std::size_t>(t)];
+  for (const auto& [shared, grouping] : kept) {
+    if (shared == C) return *grouping;
+  }
+  group_leaves(boxes_, t, C, scratch);
+  const auto bytes = static_cast<std::int64_t>(scratch.bytes());
+  if (grouping_bytes_.fetch_add(bytes) + bytes > kGroupingBudget) {
+    grouping_bytes_.fetch_sub(bytes);
+    return scratch;
+  }
+  kept.emplace_back(C, std::make_unique<TreeGrouping>(scratch));
+  return *kept.back().second;
+}
+
+bool Projections::project(std::int64_t t, std::int64_t s, PlanScratch& scratch) {
+  const std::int32_t leaves_t = boxes_.tree_first[t + 1] - boxes_.tree_first[t];
+  const std::int32_t leaves_s = boxes_.tree_first[s + 1] - boxes_.tree_first[s];
+  if (t == s || leaves_t > kMaxProjectedLeaves || leaves_s > kMaxProjectedLeaves) return false;
+  const bool always = use_ == ProjectionUse::Always;
+  const std::uint64_t cut_t = features_->cut[static_cast<std::size_t>(t)];
+  const std::uint64_t cut_s = features_->cut[static_cast<std::size_t>(s)];
+  const std::uint64_t C = cut_t & cut_s;
+  // Trees that cut the same features merge no leaves: the plan would be the pairs over again.
+  if (!always && cut_t == C && cut_s == C) return false;
+  const TreeGrouping& first = grouping(t, C, scratch.first);
+  const TreeGrouping& second = grouping(s, C, scratch.second);
+  return project_tree_pair(arena_, boxes_, first, second, C, features_->split[static_cast<std::size_t>(t)],
+                           features_->split[static_cast<std::size_t>(s)], always, scratch.plan);
 }
 
 const ProjectedPlan* Projections::get(std::int64_t t, std::int64_t s, PlanScratch& scratch) {
@@ -276,7 +299,7 @@ const ProjectedPlan* Projections::get(std::int64_t t, std::int64_t s, PlanScratc
     const auto hit = kept_t.find(s);
     if (hit != kept_t.end()) return hit->second.get();
   }
-  const bool use = project_tree_pair(arena_, boxes_, *features_, t, s, use_ == ProjectionUse::Always, scratch);
+  const bool use = project(t, s, scratch);
   decided = use ? 2 : 1;
   if (!use) return nullptr;
   const auto bytes = static_cast<std::int64_t>(scratch.plan.bytes());

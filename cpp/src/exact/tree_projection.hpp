@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -59,13 +60,29 @@ struct ProjectedPlan {
   void clear();
 };
 
-// What a thread builds plans with: the plan, and the build's scratch (per group of the two
-// trees: a leaf of it, its size, the hash of its box on C and its leaves' own entries).
+// The leaves of one tree grouped by their boxes on C (and the special values their paths admit
+// there): per leaf its group and its own entries (the features it cuts outside C, with their
+// slots), in leaf order; per group a leaf of it, its size, its leaves' own entries and the hash
+// of its box on C. It depends on the tree and C only, so a call keeps it for the tree's
+// other pairs with the same C (Projections).
+struct TreeGrouping {
+  std::vector<ProjectedLeaf> leaves;
+  std::vector<std::uint8_t> own_feature;
+  std::vector<std::int32_t> own_slot;
+  std::vector<std::int32_t> representative, group_size;
+  std::vector<std::int64_t> own_entries;
+  std::vector<std::uint64_t> group_key;
+  std::int32_t n_groups() const { return static_cast<std::int32_t>(representative.size()); }
+  std::size_t bytes() const {
+    return leaves.size() * sizeof(ProjectedLeaf) + own_feature.size() * 5 + representative.size() * 24 + 200;
+  }
+};
+
+// What a thread builds plans with: the plan, and the groupings of its two trees where the call
+// keeps none.
 struct PlanScratch {
   ProjectedPlan plan;
-  std::vector<std::int32_t> representative, group_size;
-  std::vector<std::uint64_t> group_key;
-  std::vector<std::int64_t> own_entries;
+  TreeGrouping first, second;
 };
 
 // A plan is used where its items, times this, are fewer than the pairs' (see above); set from
@@ -78,11 +95,15 @@ struct TreeFeatures {
   TreeFeatures(const Arena& a, const LeafBoxes& boxes);
 };
 
-// Builds the plan of trees t != s into scratch.plan; returns whether to use it: both trees have at
-// most kMaxProjectedLeaves leaves, no feature is perturbed by category, and (unless `always`)
-// the plan costs less than the pairs.
-bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeFeatures& features, std::int64_t t,
-                       std::int64_t s, bool always, PlanScratch& scratch);
+// Groups the leaves of tree t by their boxes on C into `grouping`.
+void group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, TreeGrouping& grouping);
+
+// Builds the plan of trees t != s, grouped by their boxes on C = the features both cut (first,
+// second), into `plan`; returns whether to use it: unless `always`, where it costs less than
+// the pairs. `split_first`, `split_second`: the features each tree splits on.
+bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGrouping& first, const TreeGrouping& second,
+                       std::uint64_t C, std::uint64_t split_first, std::uint64_t split_second, bool always,
+                       ProjectedPlan& plan);
 
 // A thread's group sums of projected tree pairs in a sweep (TreeGroupSums). A tree's sums depend
 // only on the tree, the features C it shares with the other and the vector of rows, so the
@@ -129,7 +150,9 @@ ProjectionUse projection_use();
 
 // The plans of one call: built on first use of a tree pair and kept, within a budget, for the
 // call's later blocks of rows; past the budget a plan is built again into the caller's
-// scratch each time. Plans of first tree t are only touched by the thread running t in a sweep
+// scratch each time. The groupings they are built from are kept per (tree, C) within a budget
+// of their own (a tree of CatBoost(1000) on housing has about 20 distinct C for 999 partners),
+// behind a lock per tree (any thread may ask for a second tree's). Plans of first tree t are only touched by the thread running t in a sweep
 // (as PairCache's lists), so no lock is needed. Which plans are kept depends on thread timing,
 // but a plan is the same whether kept or built again, and whether a tree pair is projected
 // depends on the model alone, so results do not.
@@ -142,6 +165,14 @@ class Projections {
 
  private:
   static constexpr std::int64_t kBudget = std::int64_t{256} << 20;
+  static constexpr std::int64_t kGroupingBudget = std::int64_t{64} << 20;
+  // Builds the plan of (t, s) into scratch.plan; whether to use it: both trees have at most
+  // kMaxProjectedLeaves leaves, and (unless `always`) the trees cut different features and the
+  // plan costs less than the pairs (project_tree_pair). (No feature is perturbed by category:
+  // the constructor turns projections off otherwise.)
+  bool project(std::int64_t t, std::int64_t s, PlanScratch& scratch);
+  // The grouping of tree t on C: kept, or built into `scratch`.
+  const TreeGrouping& grouping(std::int64_t t, std::uint64_t C, TreeGrouping& scratch);
   const Arena& arena_;
   const LeafBoxes& boxes_;
   ProjectionUse use_;
@@ -151,6 +182,10 @@ class Projections {
   std::vector<std::vector<std::uint8_t>> decided_;
   std::vector<std::unordered_map<std::int64_t, std::unique_ptr<ProjectedPlan>>> kept_;
   std::atomic<std::int64_t> used_{0};
+  // Per tree: its kept groupings by C, under its lock.
+  std::vector<std::vector<std::pair<std::uint64_t, std::unique_ptr<TreeGrouping>>>> groupings_;
+  std::unique_ptr<std::mutex[]> grouping_locks_;
+  std::atomic<std::int64_t> grouping_bytes_{0};
 };
 
 }  // namespace pairs
