@@ -172,11 +172,11 @@ def test_a_rows_bits_do_not_depend_on_its_batch_or_threads(monkeypatch, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_first_tree_sums_kept_across_second_trees_change_no_bit(monkeypatch, mode):
-    """A sweep keeps a first tree's group sums for the second trees that share the same
-    features with it (PGEXACT_KEEP_GROUP_SUMS=0: summed per tree pair): the same bits, for
-    curves (every prefix and the first three) and sets, over several vectors of rows and two
-    threads; and both against the reference."""
+def test_group_sums_kept_across_tree_pairs_change_no_bit(monkeypatch, mode):
+    """A sweep keeps each tree's group sums for its other pairs with the same shared features
+    (PGEXACT_KEEP_GROUP_SUMS=0: summed per tree pair): the same bits, for curves (every prefix
+    and the first three), sets and the greedy ranking (its steps and its tail), over several
+    vectors of rows and two threads; and all against the reference."""
     _use(monkeypatch, mode)
     ens, X = _catboost(9, 6, iterations=40, d=7)
     rows = _rows_on_thresholds(ens, X, np.random.default_rng(9), 29)
@@ -187,6 +187,9 @@ def test_first_tree_sums_kept_across_second_trees_change_no_bit(monkeypatch, mod
     calls = [lambda threads, s=s: core_exact.pg2_curve(ens._arena, rows, R, s, noise, threads, Kernel.leaf_pairs)
              for s in (d, 3)]
     calls.append(lambda threads: core_exact.pg2(ens._arena, rows, masks, noise, threads, Kernel.leaf_pairs))
+    # The greedy ranking: its steps (d = 7: three before the tail) and its tail.
+    calls.append(lambda threads: np.column_stack(core_exact.greedy_rank(ens._arena, rows, noise, threads,
+                                                                        Kernel.leaf_pairs)))
     kept = [call(2) for call in calls]
     monkeypatch.setenv("PGEXACT_KEEP_GROUP_SUMS", "0")
     for call, value in zip(calls, kept):
@@ -194,6 +197,8 @@ def test_first_tree_sums_kept_across_second_trees_change_no_bit(monkeypatch, mod
         np.testing.assert_array_equal(call(1), value)
     _close(kept[0], core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.reference))
     _close(kept[2], core_exact.pg2(ens._arena, rows, masks, noise, 1, Kernel.reference))
+    rk = kept[3][:, :d].astype(np.int64)
+    _close(kept[3][:, d:], core_exact.pg2_curve(ens._arena, rows, rk, d, noise, 1, Kernel.reference))
 
 
 def _check_greedy_against_the_reference(ens, rows, noise, threads=1):

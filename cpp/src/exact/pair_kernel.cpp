@@ -59,23 +59,29 @@ inline void set_pass(const PairPasses& p, const PairView& view, const LaneView& 
   p.set(view, lanes, sets, mult, sum, comp);
 }
 // A projected pair's view with its trees' group sums for the lanes' vector, kept by the sweep
-// (tree_projection.hpp, GroupSumCache) for the pairs with the same tree and C.
-inline ProjectedView with_group_sums(const ProjectedView& view, const LaneView& lanes, std::int64_t n_steps) {
+// (tree_projection.hpp, GroupSumCache) for the pairs with the same tree and C: room for each
+// tree's sets (sets(its split features)) and, where `with_live`, their live flags.
+template <typename SetsOf>
+inline ProjectedView with_group_sums(const ProjectedView& view, const LaneView& lanes, SetsOf&& sets, bool with_live) {
   ProjectedView with = view;
   if (view.first_cache != nullptr) {
     with.first_sums = view.first_cache->get(view.first_tree, view.shared, lanes.vector, lanes.n_vectors,
-                                            view.groups_first, n_steps);
+                                            view.groups_first, sets(view.first_features), with_live);
   }
   if (view.second_cache != nullptr) {
     with.second_sums = view.second_cache->get(view.second_tree, view.shared, lanes.vector, lanes.n_vectors,
-                                              view.groups_second, n_steps);
+                                              view.groups_second, sets(view.second_features), with_live);
   }
   return with;
+}
+// Curves: up to one set per prefix.
+inline ProjectedView with_curve_sums(const ProjectedView& view, const LaneView& lanes, std::int64_t n_steps) {
+  return with_group_sums(view, lanes, [&](std::uint64_t) { return n_steps; }, false);
 }
 inline void set_pass(const PairPasses& p, const ProjectedView& view, const LaneView& lanes, const std::uint64_t* sets,
                      double mult, double* sum, double* comp) {
   // A set is a curve of one prefix.
-  p.projected(with_group_sums(view, lanes, 1), lanes, CurveSets{sets}, 1, mult, sum, comp);
+  p.projected(with_curve_sums(view, lanes, 1), lanes, CurveSets{sets}, 1, mult, sum, comp);
 }
 inline void curve_pass(const PairPasses& p, const PairView& view, const LaneView& lanes, const CurveSets& c,
                        std::int64_t n_steps, double mult, double* sum, double* comp) {
@@ -83,7 +89,7 @@ inline void curve_pass(const PairPasses& p, const PairView& view, const LaneView
 }
 inline void curve_pass(const PairPasses& p, const ProjectedView& view, const LaneView& lanes, const CurveSets& c,
                        std::int64_t n_steps, double mult, double* sum, double* comp) {
-  p.projected(with_group_sums(view, lanes, n_steps), lanes, c, n_steps, mult, sum, comp);
+  p.projected(with_curve_sums(view, lanes, n_steps), lanes, c, n_steps, mult, sum, comp);
 }
 inline void curve_row_pass(const PairPasses& p, const PairView& view, const LaneView& lanes, const CurveSets& c,
                            std::int64_t n_steps, double mult, double* sum, double* comp) {
@@ -99,7 +105,9 @@ inline void greedy_pass(const PairPasses& p, const PairView& view, const LaneVie
 }
 inline void greedy_pass(const PairPasses& p, const ProjectedView& view, const LaneView& lanes,
                         const std::uint64_t* sets, double mult, double* sum, double* comp, double* corr) {
-  p.projected_greedy(view, lanes, sets, mult, sum, comp, corr);
+  // S, and S + {j} for each feature j the tree splits on.
+  auto tree_sets = [](std::uint64_t split) { return 1 + __builtin_popcountll(split); };
+  p.projected_greedy(with_group_sums(view, lanes, tree_sets, true), lanes, sets, mult, sum, comp, corr);
 }
 inline void tail_pass(const PairPasses& p, const PairView& view, const LaneView& lanes, const TailSets& c,
                       std::int64_t n_sets, double mult, double* sum, double* comp) {
@@ -107,7 +115,8 @@ inline void tail_pass(const PairPasses& p, const PairView& view, const LaneView&
 }
 inline void tail_pass(const PairPasses& p, const ProjectedView& view, const LaneView& lanes, const TailSets& c,
                       std::int64_t n_sets, double mult, double* sum, double* comp) {
-  p.projected_tail(view, lanes, c, n_sets, mult, sum, comp);
+  auto tree_sets = [&](std::uint64_t) { return n_sets; };  // the subsets of the candidates
+  p.projected_tail(with_group_sums(view, lanes, tree_sets, true), lanes, c, n_sets, mult, sum, comp);
 }
 
 void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,

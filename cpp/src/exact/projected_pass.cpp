@@ -62,21 +62,60 @@ __attribute__((always_inline)) inline std::int32_t meet_masses(const ProjectedVi
   return n;
 }
 
-// Calls body(i, leaf, at, code, e) for every leaf of the pair (i: its index in the view) that
-// some lane has not marked kNeverAlive, `at` the offset of its lanes and `e` its first own
-// entry; steps over the others (exact zeros in every lane of every set).
+// Calls body(i, leaf, at, code, e) for every leaf [i0, i1) of the pair (i: its index in the view,
+// its own entries from e0 on) that some lane has not marked kNeverAlive, `at` the offset of its
+// lanes and `e` its first own entry; steps over the others (exact zeros in every lane of every
+// set).
 template <typename Body>
-__attribute__((always_inline)) inline void for_each_leaf_live_somewhere(const ProjectedView& pv,
-                                                                        const LaneView& lanes, Body&& body) {
-  const std::int32_t n_leaves = pv.n_first + pv.n_second;
-  std::size_t e = 0;
-  for (std::int32_t i = 0; i < n_leaves; ++i) {
+__attribute__((always_inline)) inline void for_each_leaf_live_somewhere(const ProjectedView& pv, const LaneView& lanes,
+                                                                        std::int32_t i0, std::int32_t i1,
+                                                                        std::size_t e0, Body&& body) {
+  std::size_t e = e0;
+  for (std::int32_t i = i0; i < i1; ++i) {
     const ProjectedLeaf& leaf = pv.leaves[i];
     const std::size_t at = static_cast<std::size_t>(leaf.leaf) * kLanes;
     const vb code = load_b(lanes.code + at);
     if (!all_never_alive(code)) body(i, leaf, at, code, e);
     e += leaf.n_own;
   }
+}
+
+// The own entries of the first tree's leaves: the second tree's start after them.
+__attribute__((always_inline)) inline std::size_t first_tree_entries(const ProjectedView& pv) {
+  std::size_t e = 0;
+  for (std::int32_t i = 0; i < pv.n_first; ++i) e += pv.leaves[i].n_own;
+  return e;
+}
+
+// Where one tree's group sums of a pass go: the sweep's kept ones (filled once), or room taken
+// from the pass's own GroupSums. sum/live: [set][group].
+struct TreeSums {
+  const vd* sum;
+  const std::uint8_t* live;
+};
+// Calls fill(sum, live) to compute the sums of `cells` cells (zeroed first), unless `kept`
+// has them already; returns where they are.
+template <typename Fill>
+__attribute__((always_inline)) inline TreeSums tree_sums_of(TreeGroupSums* kept, std::size_t cells, vd*& local,
+                                                            std::uint8_t*& local_live, Fill&& fill) {
+  if (kept != nullptr && kept->filled) return TreeSums{reinterpret_cast<const vd*>(kept->sums), kept->live};
+  vd* sum = local;
+  std::uint8_t* live = local_live;
+  if (kept != nullptr) {
+    sum = reinterpret_cast<vd*>(kept->sums);
+    live = kept->live;
+    const vd zero = {};
+    for (std::size_t c = 0; c < cells; ++c) {
+      sum[c] = zero;
+      live[c] = 0;
+    }
+  } else {  // (the GroupSums are zeroed)
+    local += cells;
+    local_live += cells;
+  }
+  fill(sum, live);
+  if (kept != nullptr) kept->filled = true;
+  return TreeSums{sum, live};
 }
 
 // Per set and group, A_X(g), and whether some leaf of g is live in X ([set][group]): on the stack
@@ -220,7 +259,7 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
   std::size_t e_second = 0;  // own entries of the second tree's leaves start here
   for (std::int32_t i = 0; i < pv.n_first; ++i) e_second += pv.leaves[i].n_own;
   // The sums of leaves [i0, i1) (own entries from e0), groups of them, at the tree's steps.
-  auto tree_sums = [&](TreeGroupSums* kept, std::int32_t i0, std::int32_t i1, std::size_t e0, std::uint64_t tree_steps,
+  auto tree_sums = [&](TreeGroupSums* kept, std::int32_t i0, std::int32_t i1, std::size_t e0,
                        const std::int64_t* tree_step, std::int32_t n_tree_steps, std::int32_t n_groups,
                        std::size_t cells, std::int64_t* from) -> const vd* {
     if (kept != nullptr && kept->filled) {
@@ -241,16 +280,15 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
       from[g] = from_index[g] == n_tree_steps ? kNeverAlive : tree_step[from_index[g]];
     }
     if (kept != nullptr) {
-      kept->steps = tree_steps;
       for (std::int32_t g = 0; g < n_groups; ++g) kept->first_live[g] = static_cast<std::int8_t>(from[g]);
       kept->filled = true;
     }
     return out;
   };
-  const vd* const first_sum = tree_sums(pv.first_sums, 0, pv.n_first, 0, first_steps, first_step, n_first_steps,
-                                        pv.groups_first, first_cells, first_from);
-  const vd* const second_sum = tree_sums(pv.second_sums, pv.n_first, pv.n_first + pv.n_second, e_second, second_steps,
-                                         second_step, n_second_steps, pv.groups_second, second_cells, second_from);
+  const vd* const first_sum = tree_sums(pv.first_sums, 0, pv.n_first, 0, first_step, n_first_steps, pv.groups_first,
+                                        first_cells, first_from);
+  const vd* const second_sum = tree_sums(pv.second_sums, pv.n_first, pv.n_first + pv.n_second, e_second, second_step,
+                                         n_second_steps, pv.groups_second, second_cells, second_from);
   // Per summed prefix, the index of each tree's step that holds its sums.
   std::int32_t first_at[64], second_at[64];
   for (std::int32_t si = 0; si < n_summed; ++si) {
@@ -387,7 +425,8 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
   // correction of zero. A leaf's product for S + {j} is its product for S, times D_j where j is
   // one of its own features (in the lanes without j); a meet's likewise. S's own products are
   // the set pass's (canonical order); S + {j}'s take D_j last (within rounding of a set pass's,
-  // like the tail's).
+  // like the tail's). Each tree's group sums are taken for S and S + {j} for its own j only:
+  // for another j its leaves add to S + {j} exactly what they add to S.
   const vu S = load_u(S_);
   const vu zero_u = {};
   const vd zero = {};
@@ -402,73 +441,105 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
     cand[n_cand++] = __builtin_ctzll(f);
   }
   const int top = 64;  // any feature may be in some lane's S or be a candidate
-  const std::int32_t n_groups = pv.groups_first + pv.groups_second;
   const std::int32_t n_sets = n_cand + 1;  // 0: S; 1 + c: S + {cand[c]}
-  GroupSums groups(static_cast<std::size_t>(n_sets) * static_cast<std::size_t>(n_groups));
-  vd* const group_sum = groups.sum;
-  std::uint8_t* const group_live = groups.live;
+  // Per tree: its candidates (features it splits on that some lane lacks), and per candidate
+  // of the pair the tree's set (0: S, 1 + c: S + {its c-th}).
+  auto tree_candidates = [&](std::uint64_t split, std::int32_t* tree_cand, std::int32_t* tree_slot_of,
+                             std::int32_t* set_of) {
+    std::int32_t n = 0;
+    for (int j = 0; j < 64; ++j) tree_slot_of[j] = -1;
+    for (std::uint64_t f = split & ~in_every; f != 0; f &= f - 1) {
+      tree_slot_of[__builtin_ctzll(f)] = n;
+      tree_cand[n++] = __builtin_ctzll(f);
+    }
+    set_of[0] = 0;
+    for (std::int32_t c = 0; c < n_cand; ++c) set_of[1 + c] = 1 + tree_slot_of[cand[c]];
+    return n;
+  };
+  std::int32_t first_cand[64], second_cand[64], first_slot_of[64], second_slot_of[64], first_set[65], second_set[65];
+  const std::int32_t n_first_cand = tree_candidates(pv.first_features, first_cand, first_slot_of, first_set);
+  const std::int32_t n_second_cand = tree_candidates(pv.second_features, second_cand, second_slot_of, second_set);
+  const std::size_t first_cells = static_cast<std::size_t>(n_first_cand + 1) * static_cast<std::size_t>(pv.groups_first);
+  const std::size_t second_cells =
+      static_cast<std::size_t>(n_second_cand + 1) * static_cast<std::size_t>(pv.groups_second);
+  GroupSums groups((pv.first_sums == nullptr ? first_cells : 0) + (pv.second_sums == nullptr ? second_cells : 0));
+  vd* local = groups.sum;
+  std::uint8_t* local_live = groups.live;
   const vb never = {kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive,
                     kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive};
-  for_each_leaf_live_somewhere(pv, lanes, [&](std::int32_t i, const ProjectedLeaf& leaf, std::size_t at, vb code_b,
-                                               std::size_t e) {
-    const vu live = (vu)__builtin_convertvector(code_b != never, vi);
-    const vu missing = load_u(lanes.out + at) & ~S;  // x leaves the path there, outside S
-    vd D[64];
-    std::int32_t feature[64];
-    const std::int32_t n = own_masses(pv, lanes, leaf, e, top, D, feature);
-    vd a = load_d(lanes.weight + at);  // w times the masses of S's own features, in order
-    for (std::int32_t x = 0; x < n; ++x) a = (((S >> feature[x]) & 1u) != zero_u) ? a * D[x] : a;
-    const std::size_t g = leaf.group + static_cast<std::size_t>(i < pv.n_first ? 0 : pv.groups_first);
-    // Where some lane has it live (a scalar mask: reductions across lanes per set cost more
-    // than the sums): in S and every S + {j} where x leaves it nowhere outside S, in S + {j}
-    // alone where only on j.
-    bool live_in_s = false;
-    std::uint64_t live_with = 0;  // candidates c (bit c)
-    for (int l = 0; l < kLanes; ++l) {
-      if (code_b[l] == kNeverAlive) continue;
-      if (missing[l] == 0) {
-        live_in_s = true;
-      } else if ((missing[l] & (missing[l] - 1)) == 0) {
-        const std::int32_t c = slot_of[__builtin_ctzll(missing[l])];
-        if (c >= 0) live_with |= std::uint64_t{1} << c;
+  // A tree's leaves [i0, i1) into its sums: [set][group].
+  auto fill = [&](std::int32_t i0, std::int32_t i1, std::size_t e0, const std::int32_t* tree_cand,
+                  const std::int32_t* tree_slot_of, std::int32_t n_tree_cand, std::int32_t n_groups, vd* group_sum, std::uint8_t* group_live) {
+    for_each_leaf_live_somewhere(pv, lanes, i0, i1, e0, [&](std::int32_t, const ProjectedLeaf& leaf, std::size_t at,
+                                                            vb code_b, std::size_t e) {
+      const vu live = (vu)__builtin_convertvector(code_b != never, vi);
+      const vu missing = load_u(lanes.out + at) & ~S;  // x leaves the path there, outside S
+      vd D[64];
+      std::int32_t feature[64];
+      const std::int32_t n = own_masses(pv, lanes, leaf, e, top, D, feature);
+      vd a = load_d(lanes.weight + at);  // w times the masses of S's own features, in order
+      for (std::int32_t x = 0; x < n; ++x) a = (((S >> feature[x]) & 1u) != zero_u) ? a * D[x] : a;
+      const std::size_t g = leaf.group;
+      // Where some lane has it live (a scalar mask: reductions across lanes per set cost more
+      // than the sums): in S and every S + {j} where x leaves it nowhere outside S, in S + {j}
+      // alone where only on j (one of the tree's candidates).
+      bool live_in_s = false;
+      std::uint64_t live_with = 0;  // the tree's candidates c (bit c)
+      for (int l = 0; l < kLanes; ++l) {
+        if (code_b[l] == kNeverAlive) continue;
+        if (missing[l] == 0) {
+          live_in_s = true;
+        } else if ((missing[l] & (missing[l] - 1)) == 0) {
+          const std::int32_t c = tree_slot_of[__builtin_ctzll(missing[l])];
+          if (c >= 0) live_with |= std::uint64_t{1} << c;
+        }
       }
-    }
-    if (live_in_s) live_with = n_cand == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n_cand) - 1;
-    if (live_in_s) {
-      const vi alive_s = (missing == zero_u) & (vi)live;
-      group_sum[g] += alive_s ? a : zero;
-      group_live[g] = 1;
-    }
-    if (live_with == 0) return;
-    // S + {j}: own features j multiply the product in the lanes without j.
-    vd with[64];
-    for (std::int32_t c = 0; c < n_cand; ++c) with[c] = a;
-    for (std::int32_t x = 0; x < n; ++x) {
-      const std::int32_t c = slot_of[feature[x]];
-      if (c >= 0) with[c] = (((S >> feature[x]) & 1u) == zero_u) ? a * D[x] : a;
-    }
-    for (std::uint64_t f = live_with; f != 0; f &= f - 1) {
-      const std::int32_t c = __builtin_ctzll(f);
-      const vi alive = ((missing & ~(vu{} + (std::uint64_t{1} << cand[c]))) == zero_u) & (vi)live;
-      const std::size_t cell = static_cast<std::size_t>(c + 1) * static_cast<std::size_t>(n_groups) + g;
-      group_sum[cell] += alive ? with[c] : zero;
-      group_live[cell] = 1;
-    }
+      if (live_in_s) live_with = n_tree_cand == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n_tree_cand) - 1;
+      if (live_in_s) {
+        const vi alive_s = (missing == zero_u) & (vi)live;
+        group_sum[g] += alive_s ? a : zero;
+        group_live[g] = 1;
+      }
+      if (live_with == 0) return;
+      // S + {j}: own features j multiply the product in the lanes without j.
+      vd with[64];
+      for (std::int32_t c = 0; c < n_tree_cand; ++c) with[c] = a;
+      for (std::int32_t x = 0; x < n; ++x) {
+        const std::int32_t c = tree_slot_of[feature[x]];
+        if (c >= 0) with[c] = (((S >> feature[x]) & 1u) == zero_u) ? a * D[x] : a;
+      }
+      for (std::uint64_t f = live_with; f != 0; f &= f - 1) {
+        const std::int32_t c = __builtin_ctzll(f);
+        const vi alive = ((missing & ~(vu{} + (std::uint64_t{1} << tree_cand[c]))) == zero_u) & (vi)live;
+        const std::size_t cell = static_cast<std::size_t>(c + 1) * static_cast<std::size_t>(n_groups) + g;
+        group_sum[cell] += alive ? with[c] : zero;
+        group_live[cell] = 1;
+      }
+    });
+  };
+  const TreeSums first = tree_sums_of(pv.first_sums, first_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
+    fill(0, pv.n_first, 0, first_cand, first_slot_of, n_first_cand, pv.groups_first, sums, live);
   });
+  const TreeSums second =
+      tree_sums_of(pv.second_sums, second_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
+        fill(pv.n_first, pv.n_first + pv.n_second, first_tree_entries(pv), second_cand, second_slot_of, n_second_cand,
+             pv.groups_second, sums, live);
+      });
   vd value[65];
   for (std::int32_t si = 0; si < n_sets; ++si) value[si] = zero;
   std::size_t m = 0;
   for (std::size_t q = 0; q < pv.n_meets; ++q) {
     const ProjectedMeet& meet = pv.meets[q];
-    const std::size_t h = static_cast<std::size_t>(pv.groups_first) + meet.h;
     vd D[64];
     std::int32_t feature[64];
     std::int32_t n = -1;  // masses not loaded yet
     vd in_s = zero;       // the product of S's meet masses (for S + {j})
     vd extra[64];         // per candidate: D_j where j is an entry of the meet (lanes without j), else 1
     for (std::int32_t si = 0; si < n_sets; ++si) {
-      const std::size_t row = static_cast<std::size_t>(si) * static_cast<std::size_t>(n_groups);
-      if (!group_live[row + meet.g] || !group_live[row + h]) continue;  // an exact zero in every lane
+      const std::size_t at_g = static_cast<std::size_t>(first_set[si]) * static_cast<std::size_t>(pv.groups_first) + meet.g;
+      const std::size_t at_h =
+          static_cast<std::size_t>(second_set[si]) * static_cast<std::size_t>(pv.groups_second) + meet.h;
+      if (!first.live[at_g] || !second.live[at_h]) continue;  // an exact zero in every lane
       if (n < 0) {
         n = meet_masses(pv, lanes, m, meet.count, top, D, feature);
         const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
@@ -480,7 +551,7 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
           if (c >= 0) extra[c] = (((S >> feature[x]) & 1u) == zero_u) ? D[x] : one;
         }
       }
-      vd P = group_sum[row + meet.g] * group_sum[row + h];
+      vd P = first.sum[at_g] * second.sum[at_h];
       if (si == 0) {  // S: the set pass's product, in order
         for (std::int32_t x = 0; x < n; ++x) P = (((S >> feature[x]) & 1u) != zero_u) ? P * D[x] : P;
       } else {
@@ -503,7 +574,9 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
   // in order) times, for each candidate of A among its own features, that feature's mass: built
   // up over the subsets as the leaf-pair tail builds them (pair_passes.cpp); a meet's likewise.
   // A candidate no lane's tree pair splits on changes nothing here: S + A has the value of S +
-  // (A without it), bit for bit, and is not summed again.
+  // (A without it), bit for bit, and is not summed again. Likewise each tree's group sums are
+  // taken for the subsets of its own candidates (those some lane's tree splits on) only: its
+  // leaves add to S + A what they add to S + (A without the others), times 1.0.
   const auto n_sets = static_cast<std::int32_t>(n_sets_);
   const std::int32_t r = __builtin_ctz(static_cast<unsigned>(n_sets));
   const vu S = load_u(t.sets);
@@ -511,13 +584,15 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
   const vd zero = {};
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   vu candidate[kMaxTailCandidates];  // per lane, candidate k's feature bit (none where not perturbable)
-  std::int32_t relevant = 0;         // candidates some lane's tree pair splits on
+  std::int32_t relevant = 0, first_relevant = 0, second_relevant = 0;  // candidates some lane's tree(s) split on
   for (std::int32_t k = 0; k < r; ++k) {
     candidate[k] = load_u(t.sets + (std::size_t{1} << k) * kLanes) & ~S;
     for (int l = 0; l < kLanes; ++l) {
-      if ((candidate[k][l] & pv.features) != 0) relevant |= 1 << k;
+      if ((candidate[k][l] & pv.first_features) != 0) first_relevant |= 1 << k;
+      if ((candidate[k][l] & pv.second_features) != 0) second_relevant |= 1 << k;
     }
   }
+  relevant = first_relevant | second_relevant;
   // Per subset `need` of the candidates, the sets A (bit A) that hold it.
   std::uint32_t supersets[1 << kMaxTailCandidates];
   for (std::int32_t need = 0; need < n_sets; ++need) {
@@ -527,10 +602,11 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
     }
   }
   const int top = 64;
-  const std::int32_t n_groups = pv.groups_first + pv.groups_second;
-  GroupSums groups(static_cast<std::size_t>(n_sets) * static_cast<std::size_t>(n_groups));
-  vd* const group_sum = groups.sum;
-  std::uint8_t* const group_live = groups.live;
+  const std::size_t first_cells = static_cast<std::size_t>(n_sets) * static_cast<std::size_t>(pv.groups_first);
+  const std::size_t second_cells = static_cast<std::size_t>(n_sets) * static_cast<std::size_t>(pv.groups_second);
+  GroupSums groups((pv.first_sums == nullptr ? first_cells : 0) + (pv.second_sums == nullptr ? second_cells : 0));
+  vd* local = groups.sum;
+  std::uint8_t* local_live = groups.live;
   // The candidates' masses among entries: q[k] = D where the entry's feature is candidate k in
   // the lane, else 1.
   auto candidate_factors = [&](const vd* D, const std::int32_t* feature, std::int32_t n, vd* q) {
@@ -541,48 +617,62 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
       }
     }
   };
-  for_each_leaf_live_somewhere(pv, lanes, [&](std::int32_t i, const ProjectedLeaf& leaf, std::size_t at, vb need_b,
-                                               std::size_t e) {
-    const vi need = __builtin_convertvector(need_b, vi);  // the subset of candidates it needs
-    // The sets some lane has it live in (a scalar mask: a reduction across lanes per set was a
-    // third of this pass's samples): the supersets of each lane's need.
-    std::uint32_t live_in = 0;
-    for (int l = 0; l < kLanes; ++l) {
-      if (need_b[l] != kNeverAlive) live_in |= supersets[need_b[l]];
-    }
-    vd D[64];
-    std::int32_t feature[64];
-    const std::int32_t n = own_masses(pv, lanes, leaf, e, top, D, feature);
-    vd a = load_d(lanes.weight + at);
-    for (std::int32_t x = 0; x < n; ++x) a = (((S >> feature[x]) & 1u) != zero_u) ? a * D[x] : a;
-    vd q[kMaxTailCandidates];
-    candidate_factors(D, feature, n, q);
-    const std::size_t g = leaf.group + static_cast<std::size_t>(i < pv.n_first ? 0 : pv.groups_first);
-    vd Q[1 << kMaxTailCandidates];
-    Q[0] = one;
-    for (std::int32_t A = 0; A < n_sets; ++A) {
-      if (A > 0) Q[A] = Q[A & (A - 1)] * q[__builtin_ctz(static_cast<unsigned>(A))];
-      if ((A & ~relevant) != 0 || ((live_in >> A) & 1u) == 0) continue;
-      const vi alive = (need & ~static_cast<std::int64_t>(A)) == 0;
-      const std::size_t cell = static_cast<std::size_t>(A) * static_cast<std::size_t>(n_groups) + g;
-      group_sum[cell] += alive ? (A == 0 ? a : a * Q[A]) : zero;
-      group_live[cell] = 1;
-    }
+  // A tree's leaves [i0, i1) into its sums [A][group], for the subsets A of its candidates.
+  auto fill = [&](std::int32_t i0, std::int32_t i1, std::size_t e0, std::int32_t tree_relevant, std::int32_t n_groups,
+                  vd* group_sum, std::uint8_t* group_live) {
+    for_each_leaf_live_somewhere(pv, lanes, i0, i1, e0, [&](std::int32_t, const ProjectedLeaf& leaf, std::size_t at,
+                                                            vb need_b, std::size_t e) {
+      const vi need = __builtin_convertvector(need_b, vi);  // the subset of candidates it needs
+      // The sets some lane has it live in (a scalar mask: a reduction across lanes per set was a
+      // third of this pass's samples): the supersets of each lane's need.
+      std::uint32_t live_in = 0;
+      for (int l = 0; l < kLanes; ++l) {
+        if (need_b[l] != kNeverAlive) live_in |= supersets[need_b[l]];
+      }
+      vd D[64];
+      std::int32_t feature[64];
+      const std::int32_t n = own_masses(pv, lanes, leaf, e, top, D, feature);
+      vd a = load_d(lanes.weight + at);
+      for (std::int32_t x = 0; x < n; ++x) a = (((S >> feature[x]) & 1u) != zero_u) ? a * D[x] : a;
+      vd q[kMaxTailCandidates];
+      candidate_factors(D, feature, n, q);
+      const std::size_t g = leaf.group;
+      vd Q[1 << kMaxTailCandidates];
+      Q[0] = one;
+      for (std::int32_t A = 0; A < n_sets; ++A) {
+        if (A > 0) Q[A] = Q[A & (A - 1)] * q[__builtin_ctz(static_cast<unsigned>(A))];
+        if ((A & ~tree_relevant) != 0 || ((live_in >> A) & 1u) == 0) continue;
+        const vi alive = (need & ~static_cast<std::int64_t>(A)) == 0;
+        const std::size_t cell = static_cast<std::size_t>(A) * static_cast<std::size_t>(n_groups) + g;
+        group_sum[cell] += alive ? (A == 0 ? a : a * Q[A]) : zero;
+        group_live[cell] = 1;
+      }
+    });
+  };
+  const TreeSums first = tree_sums_of(pv.first_sums, first_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
+    fill(0, pv.n_first, 0, first_relevant, pv.groups_first, sums, live);
   });
+  const TreeSums second =
+      tree_sums_of(pv.second_sums, second_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
+        fill(pv.n_first, pv.n_first + pv.n_second, first_tree_entries(pv), second_relevant, pv.groups_second, sums,
+             live);
+      });
   vd value[1 << kMaxTailCandidates];
   for (std::int32_t A = 0; A < n_sets; ++A) value[A] = zero;
   std::size_t m = 0;
   for (std::size_t qi = 0; qi < pv.n_meets; ++qi) {
     const ProjectedMeet& meet = pv.meets[qi];
-    const std::size_t h = static_cast<std::size_t>(pv.groups_first) + meet.h;
     vd D[64];
     std::int32_t feature[64];
     std::int32_t n = -1;  // masses not loaded yet
     vd in_s = one, Q[1 << kMaxTailCandidates];
     for (std::int32_t A = 0; A < n_sets; ++A) {
       if ((A & ~relevant) != 0) continue;
-      const std::size_t row = static_cast<std::size_t>(A) * static_cast<std::size_t>(n_groups);
-      if (!group_live[row + meet.g] || !group_live[row + h]) continue;  // an exact zero in every lane
+      const std::size_t at_g =
+          static_cast<std::size_t>(A & first_relevant) * static_cast<std::size_t>(pv.groups_first) + meet.g;
+      const std::size_t at_h =
+          static_cast<std::size_t>(A & second_relevant) * static_cast<std::size_t>(pv.groups_second) + meet.h;
+      if (!first.live[at_g] || !second.live[at_h]) continue;  // an exact zero in every lane
       if (n < 0) {
         n = meet_masses(pv, lanes, m, meet.count, top, D, feature);
         for (std::int32_t x = 0; x < n; ++x) in_s = (((S >> feature[x]) & 1u) != zero_u) ? in_s * D[x] : in_s;
@@ -591,7 +681,7 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
         Q[0] = one;
         for (std::int32_t B = 1; B < n_sets; ++B) Q[B] = Q[B & (B - 1)] * q[__builtin_ctz(static_cast<unsigned>(B))];
       }
-      vd P = group_sum[row + meet.g] * group_sum[row + h];
+      vd P = first.sum[at_g] * second.sum[at_h];
       if (A == 0) {  // S: the set pass's product, in order
         for (std::int32_t x = 0; x < n; ++x) P = (((S >> feature[x]) & 1u) != zero_u) ? P * D[x] : P;
       } else {

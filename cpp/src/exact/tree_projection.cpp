@@ -202,28 +202,39 @@ double* GroupSumCache::allocate(std::size_t n) {
   return at;
 }
 
+bool GroupSumCache::make_room(TreeGroupSums& entry, std::size_t cells, bool with_live) {
+  // The sums, then the flags (a byte per cell, in doubles).
+  const std::size_t flags = with_live ? (cells + sizeof(double) - 1) / sizeof(double) : 0;
+  double* room = allocate(cells * kLanes + flags);
+  if (room == nullptr) return false;
+  entry.sums = room;
+  entry.live = with_live ? reinterpret_cast<std::uint8_t*>(room + cells * kLanes) : nullptr;
+  return true;
+}
+
 TreeGroupSums* GroupSumCache::get(std::int64_t t, std::uint64_t C, std::int32_t vector, std::int32_t n_vectors,
-                                     std::int32_t groups, std::int64_t n_steps) {
+                                  std::int32_t groups, std::int64_t n_sets, bool with_live) {
   const auto i = static_cast<std::size_t>(t - t0_);
+  const auto cells = static_cast<std::size_t>(n_sets * groups);
   if (seen_.size() <= i) seen_.resize(i + 1);
-  for (const auto& [shared, first] : seen_[i]) {
+  std::size_t first = n_entries_;
+  bool seen = false;
+  for (const auto& [shared, at] : seen_[i]) {
     if (shared == C) {
-      TreeGroupSums* entry = entries_[first + static_cast<std::size_t>(vector)].get();
-      if (entry->sums == nullptr) {  // this vector's room not yet taken
-        entry->sums = allocate(static_cast<std::size_t>(n_steps * groups) * kLanes);
-        if (entry->sums == nullptr) return nullptr;
-      }
-      return entry;
+      first = at;
+      seen = true;
+      break;
     }
   }
-  const std::size_t first = n_entries_;
-  n_entries_ += static_cast<std::size_t>(n_vectors);
-  while (entries_.size() < n_entries_) entries_.push_back(std::make_unique<TreeGroupSums>());
-  for (std::size_t e = first; e < n_entries_; ++e) *entries_[e] = TreeGroupSums{};
-  seen_[i].emplace_back(C, first);
+  if (!seen) {
+    n_entries_ += static_cast<std::size_t>(n_vectors);
+    while (entries_.size() < n_entries_) entries_.push_back(std::make_unique<TreeGroupSums>());
+    for (std::size_t e = first; e < n_entries_; ++e) *entries_[e] = TreeGroupSums{};
+    seen_[i].emplace_back(C, first);
+  }
   TreeGroupSums* entry = entries_[first + static_cast<std::size_t>(vector)].get();
-  entry->sums = allocate(static_cast<std::size_t>(n_steps * groups) * kLanes);
-  return entry->sums == nullptr ? nullptr : entry;
+  if (entry->sums == nullptr && !make_room(*entry, cells, with_live)) return nullptr;  // not yet taken
+  return entry;
 }
 
 bool keep_group_sums() {

@@ -120,15 +120,18 @@ class GroupSumCache {
   // Forgets every sum: a new tile of trees from t0 (or a new block of rows).
   void start_tile(std::int64_t t0);
   // The sums of tree t (of the tile) on C for vector `vector` of n_vectors (unfilled the first
-  // time), with room for `groups` groups at up to n_steps steps; null past the budget.
+  // time), with room for `groups` groups in up to n_sets sets, and their live flags where
+  // `with_live`; null past the budget.
   TreeGroupSums* get(std::int64_t t, std::uint64_t C, std::int32_t vector, std::int32_t n_vectors, std::int32_t groups,
-                      std::int64_t n_steps);
+                     std::int64_t n_sets, bool with_live);
 
  private:
   static constexpr std::size_t kChunkDoubles = std::size_t{1} << 17;  // 1 MiB
   static constexpr std::size_t kMaxChunks = 16;                       // the budget, per thread
   // Room for `n` doubles, aligned to a lane vector, or null past the budget.
   double* allocate(std::size_t n);
+  // The room of one entry: false past the budget.
+  bool make_room(TreeGroupSums& entry, std::size_t cells, bool with_live);
   std::int64_t t0_ = 0;
   // Per tree of the tile: its C's and the index of their first vector's entry.
   std::vector<std::vector<std::pair<std::uint64_t, std::size_t>>> seen_;

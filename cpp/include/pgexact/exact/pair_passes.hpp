@@ -130,15 +130,18 @@ inline constexpr std::int32_t kMaxProjectedLeaves = 64;
 
 // One tree's group sums A(g) in a projected tree pair, for one vector of rows: they depend on
 // the tree, the features C it shares with the other and the rows only, so a sweep keeps them
-// for the tree's other pairs with the same C (tree_projection.hpp, GroupSumCache). Taken at the
-// tree's own steps (prefix 0 and those at which some lane's set gains a feature it splits on):
-// between two of them no lane's product or liveness changes.
+// for the tree's other pairs with the same C (tree_projection.hpp, GroupSumCache). Each pass
+// takes them for the tree's own sets, which its pairs' sets map onto: curves at the tree's own
+// steps (prefix 0 and those at which some lane's set gains a feature it splits on: between two
+// of them no lane's product or liveness changes), a greedy step for S and S + {j} for the j the
+// tree splits on, a tail for S + A with the candidates of A the tree splits on.
 struct TreeGroupSums {
   bool filled = false;
-  std::uint64_t steps = 0;  // the tree's steps, a bit per prefix
-  // Per group: the first step at which a leaf of it is live in some lane (kNeverAlive: none).
+  // Curves: per group, the first step at which a leaf of it is live in some lane (kNeverAlive:
+  // none).
   std::int8_t first_live[kMaxProjectedLeaves];
-  double* sums = nullptr;  // [step index][group][lane], room for every prefix
+  double* sums = nullptr;        // [set][group][lane]
+  std::uint8_t* live = nullptr;  // greedy steps and tails: [set][group], whether a leaf of the group is live in some lane
 };
 namespace pairs {
 class GroupSumCache;
