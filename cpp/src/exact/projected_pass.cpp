@@ -48,18 +48,27 @@ __attribute__((always_inline)) inline std::int32_t own_masses(const ProjectedVie
   return n;
 }
 
-// The masses of a meet's entries [m, m + count) that can be a factor, as own_masses.
-__attribute__((always_inline)) inline std::int32_t meet_masses(const ProjectedView& pv, const LaneView& lanes,
+// The masses of a meet's entries [m, m + count) that can be a factor, as own_masses, from the
+// masses of the view's intervals (interval_masses).
+__attribute__((always_inline)) inline std::int32_t meet_masses(const ProjectedView& pv, const vd* interval_mass,
                                                                std::size_t m, std::int32_t count, int top, vd* D,
                                                                std::int32_t* feature) {
   std::int32_t n = 0;
   for (std::int32_t x = 0; x < count; ++x, ++m) {
     const std::int32_t j = pv.meet_feature[m];
     if (j >= top) continue;
-    D[n] = mass(lanes, pv.meet_cut[2 * m], pv.meet_cut[2 * m + 1]);
+    D[n] = interval_mass[pv.meet_interval[m]];
     feature[n++] = j;
   }
   return n;
+}
+
+// The masses of the view's intervals (the meet entries'), each computed once, into `mass_of`.
+__attribute__((always_inline)) inline void interval_masses(const ProjectedView& pv, const LaneView& lanes,
+                                                           vd* mass_of) {
+  for (std::size_t i = 0; i < pv.n_intervals; ++i) {
+    mass_of[i] = mass(lanes, pv.interval_cut[2 * i], pv.interval_cut[2 * i + 1]);
+  }
 }
 
 // Calls body(i, leaf, at, code, e) for every leaf [i0, i1) of the pair (i: its index in the view,
@@ -118,8 +127,8 @@ __attribute__((always_inline)) inline TreeSums tree_sums_of(TreeGroupSums* kept,
   return TreeSums{sum, live};
 }
 
-// Per set and group, A_X(g), and whether some leaf of g is live in X ([set][group]): on the stack
-// where they fit (a CatBoost tree pair has about 30 groups, a greedy step up to 9 sets on 8
+// Per set and group, A_X(g), and whether some leaf of g is live in X ([set][group]) (or a pair's
+// interval masses, flags unused): on the stack where they fit (a CatBoost tree pair has about 30 groups, a greedy step up to 9 sets on 8
 // features, a tail 16), else on the heap. Zeroed.
 class GroupSums {
  public:
@@ -299,8 +308,10 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
   auto summed_index = [&](std::int64_t k) {
     return k == kNeverAlive ? n_summed : step_at(steps, k);
   };
-  // Meets: each computes its masses once and adds its product at every summed prefix from the
+  // Meets: each takes its masses once and adds its product at every summed prefix from the
   // later of its groups' first live ones, in meet order at each prefix.
+  GroupSums intervals(pv.n_intervals);
+  interval_masses(pv, lanes, intervals.sum);
   vd value[64];
   for (std::int32_t si = 0; si < n_summed; ++si) value[si] = zero;
   std::size_t m = 0;  // entries of meet q start here
@@ -314,7 +325,7 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     const std::int32_t from = summed_index(live_from);
     vd D[64];
     std::int32_t feature[64];
-    const std::int32_t n = meet_masses(pv, lanes, m, meet.count, top, D, feature);
+    const std::int32_t n = meet_masses(pv, intervals.sum, m, meet.count, top, D, feature);
     m += meet.count;
     vi in_from[64];
     for (std::int32_t x = 0; x < n; ++x) in_from[x] = enters[feature[x]];
@@ -403,7 +414,8 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
       for (std::int32_t x = 0; x < meet.count; ++x, ++m) {
         const std::int32_t j = pv.meet_feature[m];
         if (j >= top) continue;
-        P = (enters[j] <= k) ? P * mass_lane0(lanes, pv.meet_cut[2 * m], pv.meet_cut[2 * m + 1]) : P;
+        const std::size_t i = pv.meet_interval[m];
+        P = (enters[j] <= k) ? P * mass_lane0(lanes, pv.interval_cut[2 * i], pv.interval_cut[2 * i + 1]) : P;
       }
       V += P;
     }
@@ -525,6 +537,8 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
         fill(pv.n_first, pv.n_first + pv.n_second, first_tree_entries(pv), second_cand, second_slot_of, n_second_cand,
              pv.groups_second, sums, live);
       });
+  GroupSums intervals(pv.n_intervals);
+  interval_masses(pv, lanes, intervals.sum);
   vd value[65];
   for (std::int32_t si = 0; si < n_sets; ++si) value[si] = zero;
   std::size_t m = 0;
@@ -541,7 +555,7 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
           static_cast<std::size_t>(second_set[si]) * static_cast<std::size_t>(pv.groups_second) + meet.h;
       if (!first.live[at_g] || !second.live[at_h]) continue;  // an exact zero in every lane
       if (n < 0) {
-        n = meet_masses(pv, lanes, m, meet.count, top, D, feature);
+        n = meet_masses(pv, intervals.sum, m, meet.count, top, D, feature);
         const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
         in_s = one;
         for (std::int32_t x = 0; x < n; ++x) in_s = (((S >> feature[x]) & 1u) != zero_u) ? in_s * D[x] : in_s;
@@ -657,6 +671,8 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
         fill(pv.n_first, pv.n_first + pv.n_second, first_tree_entries(pv), second_relevant, pv.groups_second, sums,
              live);
       });
+  GroupSums intervals(pv.n_intervals);
+  interval_masses(pv, lanes, intervals.sum);
   vd value[1 << kMaxTailCandidates];
   for (std::int32_t A = 0; A < n_sets; ++A) value[A] = zero;
   std::size_t m = 0;
@@ -674,7 +690,7 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
           static_cast<std::size_t>(A & second_relevant) * static_cast<std::size_t>(pv.groups_second) + meet.h;
       if (!first.live[at_g] || !second.live[at_h]) continue;  // an exact zero in every lane
       if (n < 0) {
-        n = meet_masses(pv, lanes, m, meet.count, top, D, feature);
+        n = meet_masses(pv, intervals.sum, m, meet.count, top, D, feature);
         for (std::int32_t x = 0; x < n; ++x) in_s = (((S >> feature[x]) & 1u) != zero_u) ? in_s * D[x] : in_s;
         vd q[kMaxTailCandidates];
         candidate_factors(D, feature, n, q);

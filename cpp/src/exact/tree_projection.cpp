@@ -13,7 +13,8 @@ void ProjectedPlan::clear() {
   own_slot.clear();
   meets.clear();
   meet_feature.clear();
-  meet_cut.clear();
+  meet_interval.clear();
+  interval_cut.clear();
   n_first = n_second = groups_first = groups_second = 0;
   features = first_features = second_features = shared = 0;
 }
@@ -53,6 +54,10 @@ void group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, TreeG
   grouping.group_size.clear();
   grouping.own_entries.clear();
   grouping.group_key.clear();
+  grouping.interval_of.clear();
+  const auto n_shared = static_cast<std::size_t>(__builtin_popcountll(C));
+  grouping.intervals.resize(n_shared);
+  for (auto& intervals : grouping.intervals) intervals.clear();
   const auto d = static_cast<std::size_t>(boxes.n_features);
   std::int32_t n_groups = 0;
   for (std::int32_t u = boxes.tree_first[t]; u < boxes.tree_first[t + 1]; ++u) {
@@ -86,6 +91,15 @@ void group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, TreeG
       grouping.group_size.push_back(0);
       grouping.own_entries.push_back(0);
       grouping.group_key.push_back(key);
+      std::size_t c = 0;
+      for (std::uint64_t f = C; f != 0; f &= f - 1, ++c) {
+        const auto j = static_cast<std::size_t>(__builtin_ctzll(f));
+        const std::pair<std::int32_t, std::int32_t> interval{boxes.lo[base + j], boxes.hi[base + j]};
+        auto& intervals = grouping.intervals[c];
+        const auto at = std::find(intervals.begin(), intervals.end(), interval);
+        grouping.interval_of.push_back(static_cast<std::uint8_t>(at - intervals.begin()));
+        if (at == intervals.end()) intervals.push_back(interval);
+      }
     }
     ++grouping.group_size[static_cast<std::size_t>(group)];
     const std::uint64_t own = boxes.constrained[static_cast<std::size_t>(u)] & ~C;
@@ -103,7 +117,7 @@ void group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, TreeG
 
 bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGrouping& first, const TreeGrouping& second,
                        std::uint64_t C, std::uint64_t split_first, std::uint64_t split_second, bool always,
-                       ProjectedPlan& plan) {
+                       ProjectedPlan& plan, std::vector<std::int32_t>& entry) {
   plan.clear();
   const auto leaves_t = static_cast<std::int32_t>(first.leaves.size());
   const auto leaves_s = static_cast<std::int32_t>(second.leaves.size());
@@ -127,37 +141,72 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
   plan.own_feature.insert(plan.own_feature.end(), second.own_feature.begin(), second.own_feature.end());
   plan.own_slot.insert(plan.own_slot.end(), first.own_slot.begin(), first.own_slot.end());
   plan.own_slot.insert(plan.own_slot.end(), second.own_slot.begin(), second.own_slot.end());
-  const auto d = static_cast<std::size_t>(boxes.n_features);
+  // Per feature c of C, per pair of the trees' intervals there (their boxes'), the meet entry:
+  // kLine (the intersection is the whole line: no entry), kApart (empty: only a special value
+  // both admit can be in both), or the index of the intersection among the plan's intervals
+  // (each distinct interval once: a pass computes its mass once).
+  constexpr std::int32_t kLine = -1, kApart = -2;
+  const auto n_shared = static_cast<std::size_t>(__builtin_popcountll(C));
+  std::int32_t feature_of[64];
+  std::size_t entry_begin[65];
+  entry.clear();
+  {
+    std::size_t c = 0;
+    for (std::uint64_t f = C; f != 0; f &= f - 1, ++c) {
+      const std::int32_t j = __builtin_ctzll(f);
+      feature_of[c] = j;
+      entry_begin[c] = entry.size();
+      for (const auto& [lo_t, hi_t] : first.intervals[c]) {
+        for (const auto& [lo_s, hi_s] : second.intervals[c]) {
+          const std::int32_t lo = std::max(lo_t, lo_s), hi = std::min(hi_t, hi_s);
+          if (lo >= hi) {
+            entry.push_back(kApart);
+          } else if (lo == a.feature_bounds_begin[j] && hi == a.feature_bounds_begin[j + 1] - 1) {
+            entry.push_back(kLine);
+          } else {
+            entry.push_back(static_cast<std::int32_t>(plan.interval_cut.size() / 2));
+            plan.interval_cut.push_back(lo);
+            plan.interval_cut.push_back(hi);
+          }
+        }
+      }
+    }
+  }
   double pair_cost = 0.0;  // pairs and their entries, as the enumeration would list them
   for (std::int32_t g = 0; g < plan.groups_first; ++g) {
     const std::int32_t u = first.representative[static_cast<std::size_t>(g)];
-    const std::size_t ubase = static_cast<std::size_t>(u) * d;
+    const std::uint8_t* interval_g = first.interval_of.data() + static_cast<std::size_t>(g) * n_shared;
     for (std::int32_t h = 0; h < plan.groups_second; ++h) {
       const std::int32_t v = second.representative[static_cast<std::size_t>(h)];
-      const std::size_t vbase = static_cast<std::size_t>(v) * d;
+      const std::uint8_t* interval_h = second.interval_of.data() + static_cast<std::size_t>(h) * n_shared;
       const std::uint64_t special = (boxes.nan_ok[static_cast<std::size_t>(u)] & boxes.nan_ok[static_cast<std::size_t>(v)]) |
                                     (boxes.zero_ok[static_cast<std::size_t>(u)] & boxes.zero_ok[static_cast<std::size_t>(v)]);
       const std::size_t entries_before = plan.meet_feature.size();
       bool meets = true;
-      for (std::uint64_t f = C; f != 0; f &= f - 1) {
-        const auto j = static_cast<std::size_t>(__builtin_ctzll(f));
-        std::int32_t lo = std::max(boxes.lo[ubase + j], boxes.lo[vbase + j]);
-        std::int32_t hi = std::min(boxes.hi[ubase + j], boxes.hi[vbase + j]);
-        if (lo >= hi) {
+      for (std::size_t c = 0; c < n_shared; ++c) {
+        const std::int32_t j = feature_of[c];
+        std::int32_t interval = entry[entry_begin[c] + interval_g[c] * second.intervals[c].size() + interval_h[c]];
+        if (interval == kLine) continue;
+        if (interval == kApart) {
           if (((special >> j) & 1u) == 0) {  // no value x'_j can take is in both boxes
             meets = false;
             break;
           }
-          hi = lo;  // only the special value: an empty interval, mass exactly zero
+          // Only the special value: an empty interval (lo, lo), mass exactly zero.
+          const auto& [lo_t, hi_t] = first.intervals[c][interval_g[c]];
+          const auto& [lo_s, hi_s] = second.intervals[c][interval_h[c]];
+          const std::int32_t lo = std::max(lo_t, lo_s);
+          if (lo == a.feature_bounds_begin[j] && lo == a.feature_bounds_begin[j + 1] - 1) continue;  // the line
+          interval = static_cast<std::int32_t>(plan.interval_cut.size() / 2);
+          plan.interval_cut.push_back(lo);
+          plan.interval_cut.push_back(lo);
         }
-        if (lo == a.feature_bounds_begin[j] && hi == a.feature_bounds_begin[j + 1] - 1) continue;  // the line
         plan.meet_feature.push_back(static_cast<std::uint8_t>(j));
-        plan.meet_cut.push_back(lo);
-        plan.meet_cut.push_back(hi);
+        plan.meet_interval.push_back(static_cast<std::uint16_t>(interval));
       }
       if (!meets) {
         plan.meet_feature.resize(entries_before);
-        plan.meet_cut.resize(2 * entries_before);
+        plan.meet_interval.resize(entries_before);
         continue;
       }
       const auto count = static_cast<std::uint8_t>(plan.meet_feature.size() - entries_before);
@@ -169,6 +218,8 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
                    size_g * static_cast<double>(second.own_entries[static_cast<std::size_t>(h)]);
     }
   }
+  // (A meet entry names its interval in 16 bits.)
+  if (plan.interval_cut.size() / 2 > 65535) return false;
   if (always) return true;
   const double projected_cost = static_cast<double>(plan.leaves.size() + plan.own_feature.size() + plan.meets.size() +
                                                     plan.meet_feature.size());
@@ -296,7 +347,7 @@ bool Projections::project(std::int64_t t, std::int64_t s, PlanScratch& scratch) 
   const TreeGrouping& first = grouping(t, C, scratch.first);
   const TreeGrouping& second = grouping(s, C, scratch.second);
   return project_tree_pair(arena_, boxes_, first, second, C, features_->split[static_cast<std::size_t>(t)],
-                           features_->split[static_cast<std::size_t>(s)], always, scratch.plan);
+                           features_->split[static_cast<std::size_t>(s)], always, scratch.plan, scratch.entries);
 }
 
 const ProjectedPlan* Projections::get(std::int64_t t, std::int64_t s, PlanScratch& scratch) {

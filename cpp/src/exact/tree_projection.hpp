@@ -42,20 +42,22 @@ struct ProjectedPlan {
   std::vector<std::int32_t> own_slot;
   std::vector<ProjectedMeet> meets;
   std::vector<std::uint8_t> meet_feature;
-  std::vector<std::int32_t> meet_cut;
+  std::vector<std::uint16_t> meet_interval;
+  std::vector<std::int32_t> interval_cut;
   std::uint64_t features = 0, first_features = 0, second_features = 0;
   std::uint64_t shared = 0;  // C
 
   ProjectedView view() const {
     ProjectedView v{leaves.data(), n_first, n_second, groups_first, groups_second, own_feature.data(),
-                    own_slot.data(), meets.data(), meets.size(), meet_feature.data(), meet_cut.data(),
-                    meet_feature.size(), features, first_features, second_features};
+                    own_slot.data(), meets.data(), meets.size(), meet_feature.data(), meet_interval.data(),
+                    meet_feature.size(), interval_cut.data(), interval_cut.size() / 2, features, first_features,
+                    second_features};
     v.shared = shared;
     return v;
   }
   std::size_t bytes() const {
     return leaves.size() * sizeof(ProjectedLeaf) + own_feature.size() * 5 + meets.size() * sizeof(ProjectedMeet) +
-           meet_feature.size() * 9 + 128;
+           meet_feature.size() * 3 + interval_cut.size() * 4 + 128;
   }
   void clear();
 };
@@ -72,9 +74,14 @@ struct TreeGrouping {
   std::vector<std::int32_t> representative, group_size;
   std::vector<std::int64_t> own_entries;
   std::vector<std::uint64_t> group_key;
+  // Per feature c of C (in C's order): the distinct intervals the groups' boxes have there
+  // (lo, hi), and per group and c the index of its own ([group * |C| + c]).
+  std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> intervals;
+  std::vector<std::uint8_t> interval_of;
   std::int32_t n_groups() const { return static_cast<std::int32_t>(representative.size()); }
   std::size_t bytes() const {
-    return leaves.size() * sizeof(ProjectedLeaf) + own_feature.size() * 5 + representative.size() * 24 + 200;
+    return leaves.size() * sizeof(ProjectedLeaf) + own_feature.size() * 5 + representative.size() * 24 +
+           interval_of.size() + intervals.size() * 64 + 200;
   }
 };
 
@@ -83,6 +90,7 @@ struct TreeGrouping {
 struct PlanScratch {
   ProjectedPlan plan;
   TreeGrouping first, second;
+  std::vector<std::int32_t> entries;  // project_tree_pair's per-feature tables of meet entries
 };
 
 // A plan is used where its items, times this, are fewer than the pairs' (see above); set from
@@ -103,7 +111,7 @@ void group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, TreeG
 // the pairs. `split_first`, `split_second`: the features each tree splits on.
 bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGrouping& first, const TreeGrouping& second,
                        std::uint64_t C, std::uint64_t split_first, std::uint64_t split_second, bool always,
-                       ProjectedPlan& plan);
+                       ProjectedPlan& plan, std::vector<std::int32_t>& entries);
 
 // A thread's group sums of projected tree pairs in a sweep (TreeGroupSums). A tree's sums depend
 // only on the tree, the features C it shares with the other and the vector of rows, so the
