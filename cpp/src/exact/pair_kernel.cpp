@@ -202,6 +202,7 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
   std::vector<double> sum, comp, total, skipped;
   std::vector<std::int64_t> failed;
   std::vector<std::uint64_t> sets;  // see CurveSets
+  std::vector<std::int64_t> enters;
   const std::int64_t block = block_rows(a, boxes, 2 * n_steps);
   sweep.plan_sweeps((n_rows + block - 1) / block);
   for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
@@ -250,6 +251,11 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
     sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
     comp.assign(sum.size(), 0.0);
     const std::size_t per_vector = static_cast<std::size_t>(n_steps) * kLanes;
+    // Per vector, where each feature enters its lanes' rankings (CurveSets), once for every pair.
+    enters.resize(static_cast<std::size_t>(lanes.vectors) * 64 * kLanes);
+    for (std::int32_t v = 0; v < lanes.vectors; ++v) {
+      fill_enters(sets.data() + v * per_vector, n_steps, enters.data() + v * 64 * kLanes);
+    }
     auto pass = [&](std::int64_t t, const auto& view, double mult) {
       double* st = sum.data() + static_cast<std::size_t>(t) * width;
       double* ct = comp.data() + static_cast<std::size_t>(t) * width;
@@ -258,7 +264,7 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
         return;
       }
       for (std::int32_t v = 0; v < lanes.vectors; ++v) {
-        const CurveSets c{sets.data() + v * per_vector};
+        const CurveSets c{sets.data() + v * per_vector, enters.data() + v * 64 * kLanes};
         curve_pass(sweep.passes, view, lanes.view(v), c, n_steps, mult, st + v * per_vector, ct + v * per_vector);
       }
     };

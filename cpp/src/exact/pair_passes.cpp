@@ -213,7 +213,11 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
   vi enters[64];
   for (int j = 0; j < top; ++j) {
     vi first = {kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive};
-    for (std::int64_t k = n_steps - 1; k >= 0; --k) first = holds(load_u(c.sets + k * kLanes), j) ? k : first;
+    if (c.enters != nullptr) {
+      first = (vi)load_u(reinterpret_cast<const std::uint64_t*>(c.enters + j * kLanes));
+    } else {
+      for (std::int64_t k = n_steps - 1; k >= 0; --k) first = holds(load_u(c.sets + k * kLanes), j) ? k : first;
+    }
     enters[j] = first;
   }
   vd D[64];

@@ -236,7 +236,11 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     const vi never = {kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive,
                       kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive};
     vi first = never;
-    for (std::int64_t k = n_steps - 1; k >= 0; --k) first = holds(load_u(c.sets + k * kLanes), j) ? k : first;
+    if (c.enters != nullptr) {
+      first = (vi)load_u(reinterpret_cast<const std::uint64_t*>(c.enters + j * kLanes));
+    } else {
+      for (std::int64_t k = n_steps - 1; k >= 0; --k) first = holds(load_u(c.sets + k * kLanes), j) ? k : first;
+    }
     enters[j] = first;
     if (((pv.features >> j) & 1u) == 0) continue;
     std::uint64_t gains = 0;

@@ -92,7 +92,20 @@ struct LaneView {
 // (growing with k).
 struct CurveSets {
   const std::uint64_t* sets;
+  // Where set: per feature j and lane, the first prefix whose set holds j (kNeverAlive: none),
+  // [j][lane] for j < 64; computed once per vector of rows by the driver (else per tree pair).
+  const std::int64_t* enters = nullptr;
 };
+// Fills enters[j][lane] of `sets` (n_steps prefixes, CurveSets).
+inline void fill_enters(const std::uint64_t* sets, std::int64_t n_steps, std::int64_t* enters) {
+  for (int j = 0; j < 64; ++j) {
+    for (int l = 0; l < kLanes; ++l) {
+      std::int64_t first = kNeverAlive;
+      for (std::int64_t k = n_steps - 1; k >= 0; --k) first = ((sets[k * kLanes + l] >> j) & 1u) != 0 ? k : first;
+      enters[j * kLanes + l] = first;
+    }
+  }
+}
 
 // The last steps of a greedy ranking in one pass (pair_kernel.cpp): with r <= 4 candidates left,
 // the sets S + A of every subset A of them, sets[A][lane] (bit c of A: the lane's c-th
