@@ -110,6 +110,23 @@ def test_which_calls_take_the_walks(small, deep):
     # projected onto shared features (tree_projection.hpp) make the leaf pairs' side faster
     assert [core_exact.few_rows_on_walks(cat._arena, c.perturbation, n, Call.greedy)
             for n in (2, 4, 8, 9)] == [False, False, False, False]
+    # a curve of one row of complete trees of 64 leaves (CatBoost's default depth, the deepest
+    # projected) takes the projected pairs: the bits of that row in a larger call
+    cat6 = pgexact.load(CatBoostRegressor(iterations=12, depth=6, verbose=0, thread_count=1, random_seed=0,
+                                          allow_writing_files=False).fit(X[:300], X[:300, 0] * X[:300, 1]))
+    assert cat6.n_leaves == cat6.n_trees * 64
+    c6 = prepare_call(cat6, X[:1], n_jobs=1)
+    assert [core_exact.few_rows_on_walks(cat6._arena, c6.perturbation, 1, k)
+            for k in (Call.set, Call.curve, Call.greedy)] == [True, False, True]
+    rk = np.array([np.random.default_rng(i).permutation(X.shape[1]) for i in range(5)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        five = prepare_call(cat6, X[:5], n_jobs=2).pg2_curve(rk)
+        for i in range(5):
+            one = prepare_call(cat6, X[i:i + 1], n_jobs=1).pg2_curve(rk[i:i + 1])
+            np.testing.assert_array_equal(one[0], five[i])
+            walked = prepare_call(cat6, X[i:i + 1], n_jobs=1).pg2_curve(rk[i:i + 1], kernel=Kernel.walks)
+            _close(one[0], walked[0], 2e-13)
     rows = X[:8]
     with warnings.catch_warnings():  # σ against the spread of eight rows: not the point here
         warnings.simplefilter("ignore", UserWarning)

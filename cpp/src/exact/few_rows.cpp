@@ -10,24 +10,36 @@
 #include <vector>
 
 #include "pgexact/exact/pair_kernel.hpp"
+#include "pgexact/exact/pair_passes.hpp"
 
 namespace pgexact {
 
 bool few_rows_on_walks(const Arena& a, const Noise& noise, std::int64_t n_rows, FewRowsCall call) {
   if (n_rows < 1 || noise.has_categorical() || !shares_walks(a, Pruning::Full)) return false;
+  // Complete trees: CatBoost's oblivious trees, laid out as complete trees. Their tree pairs
+  // are projected onto shared features on the leaf pairs' side (tree_projection.hpp).
+  const bool complete = a.max_depth < 31 && a.n_leaves() == (a.n_trees() << a.max_depth);
+  if (call == FewRowsCall::Curve && complete && (std::int64_t{1} << a.max_depth) == kMaxProjectedLeaves) {
+    // One row's curve of complete trees of 64 leaves (CatBoost's default depth, the deepest
+    // projected) on the projected pairs, whose groups' sums each pair reuses (session 18):
+    // union walk against projected pairs, housing, 1 thread, CatBoost depth 6 with 50 / 100 /
+    // 200 / 1000 trees 0.014 / 0.059 / 0.227 / 6.1 s against 0.013 / 0.054 / 0.197 / 3.5 s;
+    // depth 4 and 5 (200 trees) 0.034 and 0.088 s against 0.059 and 0.099 s, depth 8 (not
+    // projected) 1.47 s against 2.30 s; its sets stay on the walks (a union walk skips the
+    // trees that split on no feature of the set: a set of 3 of CatBoost(1000)'s 8 features
+    // 0.35 s against 2.4 s).
+    return false;
+  }
   if (call != FewRowsCall::Greedy) {
     // One row's sets and curves, whatever the trees, on one walk over the union of its sets.
     return n_rows == 1;
   }
-  // Complete trees: CatBoost's oblivious trees, laid out as complete trees. Their tree pairs
-  // are projected onto shared features on the leaf pairs' side (tree_projection.hpp), which
-  // made those faster from two rows on: greedy rankings, 1 thread, walks against projected
-  // pairs, CatBoost(200) on housing 1 / 2 / 8 rows 0.51 / 1.11 / 4.27 s against 0.63 / 0.69 /
-  // 0.86 s, CatBoost(1000) 1 / 2 rows 12.5 / 27.1 s against 22.2 / 23.0 s (before the
-  // projection the walks won up to eight rows). Other models' walks lose past two (XGBoost 0.98
-  // at 4 rows, LightGBM 0.85, RandomForest(20, max_depth=10) 0.57 at 3 rows; unbounded forests
-  // of 3-5 trees gain up to six).
-  const bool complete = a.max_depth < 31 && a.n_leaves() == (a.n_trees() << a.max_depth);
+  // Greedy rankings: the projected pairs are faster from two rows on (1 thread, walks against
+  // projected pairs, CatBoost(200) on housing 1 / 2 / 8 rows 0.51 / 1.11 / 4.27 s against 0.63
+  // / 0.69 / 0.86 s, CatBoost(1000) 1 / 2 rows 12.5 / 27.1 s against 22.2 / 23.0 s; with each
+  // pair's group sums reused, one row 0.50 / 12.2 s against 0.48 / 13.8 s: even). Other models'
+  // walks lose past two (XGBoost 0.98 at 4 rows, LightGBM 0.85, RandomForest(20,
+  // max_depth=10) 0.57 at 3 rows; unbounded forests of 3-5 trees gain up to six).
   return n_rows <= (complete ? 1 : 2);
 }
 

@@ -8,9 +8,11 @@
 //   1 thread, σ = 0.3, bench/RESULTS.md "One row on the union walk") XGBoost default 3.9,
 //   XGBoost(max_depth=8) 3.0, LightGBM default 2.9, LightGBM(num_leaves=255) 2.1,
 //   CatBoost(200) 1.8, RandomForest(5) unbounded 1.6, RandomForest(max_depth=10) 1.1,
-//   RandomForest(20, max_depth=10) 1.1; 1.2-1.5x faster than the shared walks of the prefixes.
-//   Its threads share the tree pairs, so a second thread helps (1.5-2x on boosting models; the
-//   shared walks could only share a row's prefixes, and lost on CatBoost's trees);
+//   RandomForest(20, max_depth=10) 1.1; 1.2-1.5x faster than the shared walks of the prefixes
+//   (except a one-row curve of complete trees of 64 leaves, CatBoost's default depth, which
+//   the projected pairs sum faster: few_rows.cpp). Its threads share the tree pairs, so a
+//   second thread helps (1.5-2x on boosting models; the shared walks could only share a row's
+//   prefixes, and lost on CatBoost's trees);
 // - a greedy ranking of at most two rows (one of complete trees, CatBoost's oblivious ones,
 //   whose projected tree pairs make the leaf pairs faster from two rows: few_rows.cpp)
 //   takes a union walk per row and step, its lanes the step's candidates S + {j}: leaf pairs

@@ -44,9 +44,10 @@ _FewRowsCall = _core.exact.FewRowsCall
 
 # The rows of the whole call that the calls made in this context are blocks of (None: each call
 # is a whole call). ``Kernel.pairs`` runs calls of one or two rows on the walks where those are
-# faster (kernels.hpp's few_rows_on_walks: a one-row set or curve on the union walk, a greedy
-# ranking of few rows on a union walk per row and step); a block of a larger call must take the
-# kernel that call takes, so that its rows get the same bits.
+# faster (kernels.hpp's few_rows_on_walks: a one-row set or curve on the union walk, but for a
+# curve of CatBoost's depth-6 trees; a greedy ranking of few rows on a union walk per row and
+# step); a block of a larger call must take the kernel that call takes, so that its rows get
+# the same bits.
 _WHOLE_CALL_ROWS: ContextVar[Optional[int]] = ContextVar("pgexact_whole_call_rows", default=None)
 
 
