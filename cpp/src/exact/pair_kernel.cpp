@@ -189,6 +189,18 @@ void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t
 
 namespace {
 
+// Fills enters[j][lane] of `sets` (n_steps prefixes, CurveSets). (Here, not in the header the
+// per-level builds include: they share no inline code with the rest.)
+void fill_enters(const std::uint64_t* sets, std::int64_t n_steps, std::int64_t* enters) {
+  for (int j = 0; j < 64; ++j) {
+    for (int l = 0; l < kLanes; ++l) {
+      std::int64_t first = kNeverAlive;
+      for (std::int64_t k = n_steps - 1; k >= 0; --k) first = ((sets[k * kLanes + l] >> j) & 1u) != 0 ? k : first;
+      enters[j * kLanes + l] = first;
+    }
+  }
+}
+
 void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows,
                           const std::int64_t* ranking, bool ranking_per_row, std::int64_t n_steps, int n_threads,
                           double* out, RunControl* control, const PruneBudget& prune) {

@@ -27,17 +27,17 @@ namespace pgexact::PGEXACT_ISA {
 
 namespace {
 
-// The masses of leaf `leaf`'s own entries [e, e + n_own) that can be a factor (feature below
-// `top`) into D, their features into feature; returns how many.
-__attribute__((always_inline)) inline std::int32_t own_masses(const ProjectedView& pv, const LaneView& lanes,
+// The masses of leaf `leaf`'s own entries [e, e + n_own) (of tree `side` of the pair) that can
+// be a factor (feature below `top`) into D, their features into feature; returns how many.
+__attribute__((always_inline)) inline std::int32_t own_masses(const ProjectedView& pv, int side, const LaneView& lanes,
                                                               const ProjectedLeaf& leaf, std::size_t e, int top,
                                                               vd* D, std::int32_t* feature) {
   std::int32_t n = 0;
   for (std::int32_t o = 0; o < leaf.n_own; ++o, ++e) {
-    const std::int32_t j = pv.own_feature[e];
+    const std::int32_t j = pv.own_feature[side][e];
     if (j >= top) continue;  // in no lane's set: a factor of 1.0
     if (lanes.masses != nullptr) {
-      D[n] = load_d(lanes.masses + static_cast<std::size_t>(pv.own_slot[e]) * kLanes);
+      D[n] = load_d(lanes.masses + static_cast<std::size_t>(pv.own_slot[side][e]) * kLanes);
     } else {  // the leaf's own interval, from the tables (the same bits as a kept slot)
       const std::size_t box = static_cast<std::size_t>(leaf.leaf) * static_cast<std::size_t>(lanes.n_features) +
                               static_cast<std::size_t>(j);
@@ -71,29 +71,21 @@ __attribute__((always_inline)) inline void interval_masses(const ProjectedView& 
   }
 }
 
-// Calls body(i, leaf, at, code, e) for every leaf [i0, i1) of the pair (i: its index in the view,
-// its own entries from e0 on) that some lane has not marked kNeverAlive, `at` the offset of its
-// lanes and `e` its first own entry; steps over the others (exact zeros in every lane of every
-// set).
+// Calls body(leaf, at, code, e) for every leaf of tree `side` of the pair that some lane has
+// not marked kNeverAlive, `at` the offset of its lanes and `e` its first own entry; steps over
+// the others (exact zeros in every lane of every set).
 template <typename Body>
-__attribute__((always_inline)) inline void for_each_leaf_live_somewhere(const ProjectedView& pv, const LaneView& lanes,
-                                                                        std::int32_t i0, std::int32_t i1,
-                                                                        std::size_t e0, Body&& body) {
-  std::size_t e = e0;
-  for (std::int32_t i = i0; i < i1; ++i) {
-    const ProjectedLeaf& leaf = pv.leaves[i];
+__attribute__((always_inline)) inline void for_each_leaf_live_somewhere(const ProjectedView& pv, int side,
+                                                                        const LaneView& lanes, Body&& body) {
+  std::size_t e = 0;
+  const std::int32_t n_leaves = side == 0 ? pv.n_first : pv.n_second;
+  for (std::int32_t i = 0; i < n_leaves; ++i) {
+    const ProjectedLeaf& leaf = pv.leaves[side][i];
     const std::size_t at = static_cast<std::size_t>(leaf.leaf) * kLanes;
     const vb code = load_b(lanes.code + at);
-    if (!all_never_alive(code)) body(i, leaf, at, code, e);
+    if (!all_never_alive(code)) body(leaf, at, code, e);
     e += leaf.n_own;
   }
-}
-
-// The own entries of the first tree's leaves: the second tree's start after them.
-__attribute__((always_inline)) inline std::size_t first_tree_entries(const ProjectedView& pv) {
-  std::size_t e = 0;
-  for (std::int32_t i = 0; i < pv.n_first; ++i) e += pv.leaves[i].n_own;
-  return e;
 }
 
 // Where one tree's group sums of a pass go: the sweep's kept ones (filled once), or room taken
@@ -167,18 +159,19 @@ class GroupSums {
 
 namespace {
 
-// Adds, for the leaves [i0, i1) of the view (one tree's, own entries from e on), each leaf's
-// product at the steps step[0 .. n_step) (prefixes) from its first live one, into
-// out[si * n_groups + its group], in leaf order at each step; group_from[g]: the first step index
-// at which a leaf of group g is added (n_step: none; set by the caller).
-__attribute__((always_inline)) inline void add_leaf_sums(const ProjectedView& pv, const LaneView& lanes,
-                                                         std::int32_t i0, std::int32_t i1, std::size_t e, int top,
-                                                         const vi* enters, const std::int64_t* step,
+// Adds, for the leaves of tree `side` of the pair, each leaf's product at the steps
+// step[0 .. n_step) (prefixes) from its first live one, into out[si * n_groups + its group], in
+// leaf order at each step; group_from[g]: the first step index at which a leaf of group g is
+// added (n_step: none; set by the caller).
+__attribute__((always_inline)) inline void add_leaf_sums(const ProjectedView& pv, int side, const LaneView& lanes,
+                                                         int top, const vi* enters, const std::int64_t* step,
                                                          std::int32_t n_step, std::int32_t n_groups, vd* out,
                                                          std::int32_t* group_from) {
   const vd zero = {};
-  for (std::int32_t i = i0; i < i1; ++i) {
-    const ProjectedLeaf& leaf = pv.leaves[i];
+  std::size_t e = 0;
+  const std::int32_t n_leaves = side == 0 ? pv.n_first : pv.n_second;
+  for (std::int32_t i = 0; i < n_leaves; ++i) {
+    const ProjectedLeaf& leaf = pv.leaves[side][i];
     const std::size_t at = static_cast<std::size_t>(leaf.leaf) * kLanes;
     const vb code_b = load_b(lanes.code + at);
     const std::int8_t first_live = min_lane(code_b);
@@ -192,7 +185,7 @@ __attribute__((always_inline)) inline void add_leaf_sums(const ProjectedView& pv
     const vd w = load_d(lanes.weight + at);
     vd D[64];
     std::int32_t feature[64];
-    const std::int32_t n = own_masses(pv, lanes, leaf, e, top, D, feature);
+    const std::int32_t n = own_masses(pv, side, lanes, leaf, e, top, D, feature);
     e += leaf.n_own;
     vi in_from[64];
     for (std::int32_t x = 0; x < n; ++x) in_from[x] = enters[feature[x]];
@@ -269,11 +262,8 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
   // The sums of the trees the caches have no room for.
   GroupSums groups((pv.first_sums == nullptr ? first_cells : 0) + (pv.second_sums == nullptr ? second_cells : 0));
   vd* local = groups.sum;
-  std::size_t e_second = 0;  // own entries of the second tree's leaves start here
-  for (std::int32_t i = 0; i < pv.n_first; ++i) e_second += pv.leaves[i].n_own;
-  // The sums of leaves [i0, i1) (own entries from e0), groups of them, at the tree's steps.
-  auto tree_sums = [&](TreeGroupSums* kept, std::int32_t i0, std::int32_t i1, std::size_t e0,
-                       const std::int64_t* tree_step, std::int32_t n_tree_steps, std::int32_t n_groups,
+  // The sums of tree `side`'s groups at its steps.
+  auto tree_sums = [&](TreeGroupSums* kept, int side, const std::int64_t* tree_step, std::int32_t n_tree_steps, std::int32_t n_groups,
                        std::size_t cells, std::int64_t* from) -> const vd* {
     if (kept != nullptr && kept->filled) {
       for (std::int32_t g = 0; g < n_groups; ++g) from[g] = kept->first_live[g];
@@ -288,7 +278,7 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     }
     std::int32_t from_index[kMaxProjectedLeaves];
     for (std::int32_t g = 0; g < n_groups; ++g) from_index[g] = n_tree_steps;
-    add_leaf_sums(pv, lanes, i0, i1, e0, top, enters, tree_step, n_tree_steps, n_groups, out, from_index);
+    add_leaf_sums(pv, side, lanes, top, enters, tree_step, n_tree_steps, n_groups, out, from_index);
     for (std::int32_t g = 0; g < n_groups; ++g) {
       from[g] = from_index[g] == n_tree_steps ? kNeverAlive : tree_step[from_index[g]];
     }
@@ -298,10 +288,10 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     }
     return out;
   };
-  const vd* const first_sum = tree_sums(pv.first_sums, 0, pv.n_first, 0, first_step, n_first_steps, pv.groups_first,
-                                        first_cells, first_from);
-  const vd* const second_sum = tree_sums(pv.second_sums, pv.n_first, pv.n_first + pv.n_second, e_second, second_step,
-                                         n_second_steps, pv.groups_second, second_cells, second_from);
+  const vd* const first_sum =
+      tree_sums(pv.first_sums, 0, first_step, n_first_steps, pv.groups_first, first_cells, first_from);
+  const vd* const second_sum =
+      tree_sums(pv.second_sums, 1, second_step, n_second_steps, pv.groups_second, second_cells, second_from);
   // Per summed prefix, the index of each tree's step that holds its sums.
   std::int32_t first_at[64], second_at[64];
   for (std::int32_t si = 0; si < n_summed; ++si) {
@@ -377,33 +367,35 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
     for (int l = 0; l < kLanes; ++l) k[l] = s0 + l < n_summed ? step[s0 + l] : -1;
     const std::int64_t k_last = step[std::min(s0 + kLanes, n_summed) - 1];
     GroupSums groups(static_cast<std::size_t>(n_groups));
-    std::size_t e = 0;
-    const std::int32_t n_leaves = pv.n_first + pv.n_second;
-    for (std::int32_t i = 0; i < n_leaves; ++i) {
-      const ProjectedLeaf& leaf = pv.leaves[i];
-      const std::size_t at = static_cast<std::size_t>(leaf.leaf) * kLanes;
-      const std::int64_t code = lanes.code[at];
-      if (code > k_last) {
-        e += leaf.n_own;
-        continue;
-      }
-      vd a = zero + lanes.weight[at];
-      for (std::int32_t o = 0; o < leaf.n_own; ++o, ++e) {
-        const std::int32_t j = pv.own_feature[e];
-        if (j >= top) continue;
-        double D;
-        if (lanes.masses != nullptr) {
-          D = lanes.masses[static_cast<std::size_t>(pv.own_slot[e]) * kLanes];
-        } else {
-          const std::size_t box = static_cast<std::size_t>(leaf.leaf) * static_cast<std::size_t>(lanes.n_features) +
-                                  static_cast<std::size_t>(j);
-          D = mass_lane0(lanes, lanes.leaf_lo[box], lanes.leaf_hi[box]);
+    for (int side = 0; side < 2; ++side) {  // the first tree's leaves, then the second's
+      std::size_t e = 0;
+      const std::int32_t n_leaves = side == 0 ? pv.n_first : pv.n_second;
+      for (std::int32_t i = 0; i < n_leaves; ++i) {
+        const ProjectedLeaf& leaf = pv.leaves[side][i];
+        const std::size_t at = static_cast<std::size_t>(leaf.leaf) * kLanes;
+        const std::int64_t code = lanes.code[at];
+        if (code > k_last) {
+          e += leaf.n_own;
+          continue;
         }
-        a = (enters[j] <= k) ? a * D : a;
+        vd a = zero + lanes.weight[at];
+        for (std::int32_t o = 0; o < leaf.n_own; ++o, ++e) {
+          const std::int32_t j = pv.own_feature[side][e];
+          if (j >= top) continue;
+          double D;
+          if (lanes.masses != nullptr) {
+            D = lanes.masses[static_cast<std::size_t>(pv.own_slot[side][e]) * kLanes];
+          } else {
+            const std::size_t box = static_cast<std::size_t>(leaf.leaf) * static_cast<std::size_t>(lanes.n_features) +
+                                    static_cast<std::size_t>(j);
+            D = mass_lane0(lanes, lanes.leaf_lo[box], lanes.leaf_hi[box]);
+          }
+          a = (enters[j] <= k) ? a * D : a;
+        }
+        const std::int32_t g = leaf.group + (side == 0 ? 0 : pv.groups_first);
+        groups.sum[g] += (code <= k) ? a : zero;
+        groups.live[g] = 1;
       }
-      const std::int32_t g = leaf.group + (i < pv.n_first ? 0 : pv.groups_first);
-      groups.sum[g] += (code <= k) ? a : zero;
-      groups.live[g] = 1;
     }
     vd V = zero;
     std::size_t m = 0;
@@ -483,16 +475,16 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
   std::uint8_t* local_live = groups.live;
   const vb never = {kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive,
                     kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive};
-  // A tree's leaves [i0, i1) into its sums: [set][group].
-  auto fill = [&](std::int32_t i0, std::int32_t i1, std::size_t e0, const std::int32_t* tree_cand,
-                  const std::int32_t* tree_slot_of, std::int32_t n_tree_cand, std::int32_t n_groups, vd* group_sum, std::uint8_t* group_live) {
-    for_each_leaf_live_somewhere(pv, lanes, i0, i1, e0, [&](std::int32_t, const ProjectedLeaf& leaf, std::size_t at,
-                                                            vb code_b, std::size_t e) {
+  // Tree `side`'s leaves into its sums: [set][group].
+  auto fill = [&](int side, const std::int32_t* tree_cand, const std::int32_t* tree_slot_of, std::int32_t n_tree_cand,
+                  std::int32_t n_groups, vd* group_sum, std::uint8_t* group_live) {
+    for_each_leaf_live_somewhere(pv, side, lanes, [&](const ProjectedLeaf& leaf, std::size_t at, vb code_b,
+                                                      std::size_t e) {
       const vu live = (vu)__builtin_convertvector(code_b != never, vi);
       const vu missing = load_u(lanes.out + at) & ~S;  // x leaves the path there, outside S
       vd D[64];
       std::int32_t feature[64];
-      const std::int32_t n = own_masses(pv, lanes, leaf, e, top, D, feature);
+      const std::int32_t n = own_masses(pv, side, lanes, leaf, e, top, D, feature);
       vd a = load_d(lanes.weight + at);  // w times the masses of S's own features, in order
       for (std::int32_t x = 0; x < n; ++x) a = (((S >> feature[x]) & 1u) != zero_u) ? a * D[x] : a;
       const std::size_t g = leaf.group;
@@ -534,12 +526,11 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
     });
   };
   const TreeSums first = tree_sums_of(pv.first_sums, first_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
-    fill(0, pv.n_first, 0, first_cand, first_slot_of, n_first_cand, pv.groups_first, sums, live);
+    fill(0, first_cand, first_slot_of, n_first_cand, pv.groups_first, sums, live);
   });
   const TreeSums second =
       tree_sums_of(pv.second_sums, second_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
-        fill(pv.n_first, pv.n_first + pv.n_second, first_tree_entries(pv), second_cand, second_slot_of, n_second_cand,
-             pv.groups_second, sums, live);
+        fill(1, second_cand, second_slot_of, n_second_cand, pv.groups_second, sums, live);
       });
   GroupSums intervals(pv.n_intervals);
   interval_masses(pv, lanes, intervals.sum);
@@ -635,11 +626,11 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
       }
     }
   };
-  // A tree's leaves [i0, i1) into its sums [A][group], for the subsets A of its candidates.
-  auto fill = [&](std::int32_t i0, std::int32_t i1, std::size_t e0, std::int32_t tree_relevant, std::int32_t n_groups,
-                  vd* group_sum, std::uint8_t* group_live) {
-    for_each_leaf_live_somewhere(pv, lanes, i0, i1, e0, [&](std::int32_t, const ProjectedLeaf& leaf, std::size_t at,
-                                                            vb need_b, std::size_t e) {
+  // Tree `side`'s leaves into its sums [A][group], for the subsets A of its candidates.
+  auto fill = [&](int side, std::int32_t tree_relevant, std::int32_t n_groups, vd* group_sum,
+                  std::uint8_t* group_live) {
+    for_each_leaf_live_somewhere(pv, side, lanes, [&](const ProjectedLeaf& leaf, std::size_t at, vb need_b,
+                                                      std::size_t e) {
       const vi need = __builtin_convertvector(need_b, vi);  // the subset of candidates it needs
       // The sets some lane has it live in (a scalar mask: a reduction across lanes per set was a
       // third of this pass's samples): the supersets of each lane's need.
@@ -649,7 +640,7 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
       }
       vd D[64];
       std::int32_t feature[64];
-      const std::int32_t n = own_masses(pv, lanes, leaf, e, top, D, feature);
+      const std::int32_t n = own_masses(pv, side, lanes, leaf, e, top, D, feature);
       vd a = load_d(lanes.weight + at);
       for (std::int32_t x = 0; x < n; ++x) a = (((S >> feature[x]) & 1u) != zero_u) ? a * D[x] : a;
       vd q[kMaxTailCandidates];
@@ -668,12 +659,11 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
     });
   };
   const TreeSums first = tree_sums_of(pv.first_sums, first_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
-    fill(0, pv.n_first, 0, first_relevant, pv.groups_first, sums, live);
+    fill(0, first_relevant, pv.groups_first, sums, live);
   });
   const TreeSums second =
       tree_sums_of(pv.second_sums, second_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
-        fill(pv.n_first, pv.n_first + pv.n_second, first_tree_entries(pv), second_relevant, pv.groups_second, sums,
-             live);
+        fill(1, second_relevant, pv.groups_second, sums, live);
       });
   GroupSums intervals(pv.n_intervals);
   interval_masses(pv, lanes, intervals.sum);

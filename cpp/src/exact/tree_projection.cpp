@@ -8,14 +8,11 @@ namespace pgexact {
 namespace pairs {
 
 void ProjectedPlan::clear() {
-  leaves.clear();
-  own_feature.clear();
-  own_slot.clear();
+  first = second = nullptr;
   meets.clear();
   meet_feature.clear();
   meet_interval.clear();
   interval_cut.clear();
-  n_first = n_second = groups_first = groups_second = 0;
   features = first_features = second_features = shared = 0;
 }
 
@@ -121,26 +118,19 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
   plan.clear();
   const auto leaves_t = static_cast<std::int32_t>(first.leaves.size());
   const auto leaves_s = static_cast<std::int32_t>(second.leaves.size());
+  plan.first = &first;
+  plan.second = &second;
   plan.first_features = split_first;
   plan.second_features = split_second;
   plan.features = split_first | split_second;
   plan.shared = C;
-  plan.n_first = leaves_t;
-  plan.n_second = leaves_s;
-  plan.groups_first = first.n_groups();
-  plan.groups_second = second.n_groups();
+  const std::int32_t groups_first = first.n_groups(), groups_second = second.n_groups();
   // Little merging, few fewer items than pairs (LightGBM's 31-leaf trees on housing: most tree
   // pairs keep over 3/4 of their leaf pairs as meets): not worth building the meets.
-  if (!always && 2 * static_cast<std::int64_t>(plan.groups_first) * plan.groups_second >
+  if (!always && 2 * static_cast<std::int64_t>(groups_first) * groups_second >
                      static_cast<std::int64_t>(leaves_t) * leaves_s) {
     return false;
   }
-  plan.leaves.insert(plan.leaves.end(), first.leaves.begin(), first.leaves.end());
-  plan.leaves.insert(plan.leaves.end(), second.leaves.begin(), second.leaves.end());
-  plan.own_feature.insert(plan.own_feature.end(), first.own_feature.begin(), first.own_feature.end());
-  plan.own_feature.insert(plan.own_feature.end(), second.own_feature.begin(), second.own_feature.end());
-  plan.own_slot.insert(plan.own_slot.end(), first.own_slot.begin(), first.own_slot.end());
-  plan.own_slot.insert(plan.own_slot.end(), second.own_slot.begin(), second.own_slot.end());
   // Per feature c of C, per pair of the trees' intervals there (their boxes'), the meet entry:
   // kLine (the intersection is the whole line: no entry), kApart (empty: only a special value
   // both admit can be in both), or the index of the intersection among the plan's intervals
@@ -175,7 +165,7 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
   double pair_cost = 0.0;  // pairs and their entries, as the enumeration would list them
   // Written through pointers into room for every pair of groups, then cut to size (push_back's
   // checks were a quarter of the build).
-  const std::size_t max_meets = static_cast<std::size_t>(plan.groups_first) * static_cast<std::size_t>(plan.groups_second);
+  const std::size_t max_meets = static_cast<std::size_t>(groups_first) * static_cast<std::size_t>(groups_second);
   plan.meets.resize(max_meets);
   plan.meet_feature.resize(max_meets * n_shared);
   plan.meet_interval.resize(max_meets * n_shared);
@@ -183,12 +173,12 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
   std::uint8_t* feature_out = plan.meet_feature.data();
   std::uint16_t* interval_out = plan.meet_interval.data();
   std::size_t n_meets = 0, n_entries = 0;
-  for (std::int32_t g = 0; g < plan.groups_first; ++g) {
+  for (std::int32_t g = 0; g < groups_first; ++g) {
     const std::int32_t u = first.representative[static_cast<std::size_t>(g)];
     const std::uint8_t* interval_g = first.interval_of.data() + static_cast<std::size_t>(g) * n_shared;
     const std::uint64_t nan_u = boxes.nan_ok[static_cast<std::size_t>(u)];
     const std::uint64_t zero_u = boxes.zero_ok[static_cast<std::size_t>(u)];
-    for (std::int32_t h = 0; h < plan.groups_second; ++h) {
+    for (std::int32_t h = 0; h < groups_second; ++h) {
       const std::int32_t v = second.representative[static_cast<std::size_t>(h)];
       const std::uint8_t* interval_h = second.interval_of.data() + static_cast<std::size_t>(h) * n_shared;
       const std::uint64_t special = (nan_u & boxes.nan_ok[static_cast<std::size_t>(v)]) |
@@ -235,8 +225,9 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
   // (A meet entry names its interval in 16 bits.)
   if (plan.interval_cut.size() / 2 > 65535) return false;
   if (always) return true;
-  const double projected_cost = static_cast<double>(plan.leaves.size() + plan.own_feature.size() + plan.meets.size() +
-                                                    plan.meet_feature.size());
+  const double projected_cost = static_cast<double>(first.leaves.size() + second.leaves.size() +
+                                                    first.own_feature.size() + second.own_feature.size() +
+                                                    plan.meets.size() + plan.meet_feature.size());
   return projected_cost * kProjectedWeight < pair_cost;
 }
 
@@ -378,11 +369,13 @@ const ProjectedPlan* Projections::get(std::int64_t t, std::int64_t s, PlanScratc
   const bool use = project(t, s, scratch);
   decided = use ? 2 : 1;
   if (!use) return nullptr;
+  // A plan on a grouping past its budget (the thread's scratch) is used once, not kept.
+  const bool keepable = scratch.plan.first != &scratch.first && scratch.plan.second != &scratch.second;
   const auto bytes = static_cast<std::int64_t>(scratch.plan.bytes());
-  if (used_.fetch_add(bytes) + bytes <= kBudget) {
+  if (keepable && used_.fetch_add(bytes) + bytes <= kBudget) {
     return kept_t.emplace(s, std::make_unique<ProjectedPlan>(scratch.plan)).first->second.get();
   }
-  used_.fetch_sub(bytes);
+  if (keepable) used_.fetch_sub(bytes);
   return &scratch.plan;
 }
 

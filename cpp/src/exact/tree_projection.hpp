@@ -7,8 +7,9 @@
 // value can put x in two boxes that do not meet, leaf_pairs.hpp), and the groups g, h whose
 // boxes meet on C, or could both hold a special value, are the pairs of groups ("meets") the
 // pass sums; their leaf pairs are exactly the pairs the enumeration would list. Which leaves
-// group together and which groups meet depends on the model only, so a plan is built once per
-// tree pair and call and kept within a budget.
+// group together and which groups meet depends on the model only: a tree's grouping on C is
+// built once per call and shared by its pairs with the same C, and a plan (the meets, pointing
+// at the two groupings) once per tree pair and call, both kept within budgets.
 //
 // Every pass of the leaf-pair kernel sums a projected tree pair where the call's Projections
 // give a plan: sets, curves, greedy steps and the greedy tail (projected_pass.cpp).
@@ -34,34 +35,6 @@
 namespace pgexact {
 namespace pairs {
 
-// The projection of one tree pair (t, s), t != s.
-struct ProjectedPlan {
-  std::vector<ProjectedLeaf> leaves;
-  std::int32_t n_first = 0, n_second = 0, groups_first = 0, groups_second = 0;
-  std::vector<std::uint8_t> own_feature;
-  std::vector<std::int32_t> own_slot;
-  std::vector<ProjectedMeet> meets;
-  std::vector<std::uint8_t> meet_feature;
-  std::vector<std::uint16_t> meet_interval;
-  std::vector<std::int32_t> interval_cut;
-  std::uint64_t features = 0, first_features = 0, second_features = 0;
-  std::uint64_t shared = 0;  // C
-
-  ProjectedView view() const {
-    ProjectedView v{leaves.data(), n_first, n_second, groups_first, groups_second, own_feature.data(),
-                    own_slot.data(), meets.data(), meets.size(), meet_feature.data(), meet_interval.data(),
-                    meet_feature.size(), interval_cut.data(), interval_cut.size() / 2, features, first_features,
-                    second_features};
-    v.shared = shared;
-    return v;
-  }
-  std::size_t bytes() const {
-    return leaves.size() * sizeof(ProjectedLeaf) + own_feature.size() * 5 + meets.size() * sizeof(ProjectedMeet) +
-           meet_feature.size() * 3 + interval_cut.size() * 4 + 128;
-  }
-  void clear();
-};
-
 // The leaves of one tree grouped by their boxes on C (and the special values their paths admit
 // there): per leaf its group and its own entries (the features it cuts outside C, with their
 // slots), in leaf order; per group a leaf of it, its size, its leaves' own entries and the hash
@@ -83,6 +56,50 @@ struct TreeGrouping {
     return leaves.size() * sizeof(ProjectedLeaf) + own_feature.size() * 5 + representative.size() * 24 +
            interval_of.size() + intervals.size() * 64 + 200;
   }
+};
+
+// The projection of one tree pair (t, s), t != s: the two trees' groupings on C (kept by the
+// call's Projections, or a thread's scratch: then the plan is used at once and not kept), and
+// the meets of their groups.
+struct ProjectedPlan {
+  const TreeGrouping* first = nullptr;
+  const TreeGrouping* second = nullptr;
+  std::vector<ProjectedMeet> meets;
+  std::vector<std::uint8_t> meet_feature;
+  std::vector<std::uint16_t> meet_interval;
+  std::vector<std::int32_t> interval_cut;
+  std::uint64_t features = 0, first_features = 0, second_features = 0;
+  std::uint64_t shared = 0;  // C
+
+  ProjectedView view() const {
+    ProjectedView v;
+    const TreeGrouping* trees[2] = {first, second};
+    for (int side = 0; side < 2; ++side) {
+      v.leaves[side] = trees[side]->leaves.data();
+      v.own_feature[side] = trees[side]->own_feature.data();
+      v.own_slot[side] = trees[side]->own_slot.data();
+    }
+    v.n_first = static_cast<std::int32_t>(first->leaves.size());
+    v.n_second = static_cast<std::int32_t>(second->leaves.size());
+    v.groups_first = first->n_groups();
+    v.groups_second = second->n_groups();
+    v.meets = meets.data();
+    v.n_meets = meets.size();
+    v.meet_feature = meet_feature.data();
+    v.meet_interval = meet_interval.data();
+    v.n_meet_entries = meet_feature.size();
+    v.interval_cut = interval_cut.data();
+    v.n_intervals = interval_cut.size() / 2;
+    v.features = features;
+    v.first_features = first_features;
+    v.second_features = second_features;
+    v.shared = shared;
+    return v;
+  }
+  std::size_t bytes() const {
+    return meets.size() * sizeof(ProjectedMeet) + meet_feature.size() * 3 + interval_cut.size() * 4 + 128;
+  }
+  void clear();
 };
 
 // What a thread builds plans with: the plan, and the groupings of its two trees where the call
@@ -163,10 +180,11 @@ ProjectionUse projection_use();
 // call's later blocks of rows; past the budget a plan is built again into the caller's
 // scratch each time. The groupings they are built from are kept per (tree, C) within a budget
 // of their own (a tree of CatBoost(1000) on housing has about 20 distinct C for 999 partners),
-// behind a lock per tree (any thread may ask for a second tree's). Plans of first tree t are only touched by the thread running t in a sweep
-// (as PairCache's lists), so no lock is needed. Which plans are kept depends on thread timing,
-// but a plan is the same whether kept or built again, and whether a tree pair is projected
-// depends on the model alone, so results do not.
+// behind a lock per tree (any thread may ask for a second tree's); a plan on a grouping past
+// that budget is used once and not kept. Plans of first tree t are only touched by the thread
+// running t in a sweep (as PairCache's lists), so no lock is needed. Which plans and groupings
+// are kept depends on thread timing, but they are the same whether kept or built again, and
+// whether a tree pair is projected depends on the model alone, so results do not.
 class Projections {
  public:
   Projections(const Arena& a, const LeafBoxes& boxes);

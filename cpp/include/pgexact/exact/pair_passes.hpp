@@ -96,16 +96,6 @@ struct CurveSets {
   // [j][lane] for j < 64; computed once per vector of rows by the driver (else per tree pair).
   const std::int64_t* enters = nullptr;
 };
-// Fills enters[j][lane] of `sets` (n_steps prefixes, CurveSets).
-inline void fill_enters(const std::uint64_t* sets, std::int64_t n_steps, std::int64_t* enters) {
-  for (int j = 0; j < 64; ++j) {
-    for (int l = 0; l < kLanes; ++l) {
-      std::int64_t first = kNeverAlive;
-      for (std::int64_t k = n_steps - 1; k >= 0; --k) first = ((sets[k * kLanes + l] >> j) & 1u) != 0 ? k : first;
-      enters[j * kLanes + l] = first;
-    }
-  }
-}
 
 // The last steps of a greedy ranking in one pass (pair_kernel.cpp): with r <= 4 candidates left,
 // the sets S + A of every subset A of them, sets[A][lane] (bit c of A: the lane's c-th
@@ -125,9 +115,8 @@ struct TailSets {
 //     A(g) A(h) P_C(g meets h),   A(g) = sum over leaves u with u's box on C equal to g's of w_u P_own(u):
 // leaves whose boxes agree on C merge into one group, and a tree pair costs its leaves and the
 // meets of its groups rather than its leaf pairs (CatBoost's oblivious trees of 64 leaves on
-// housing: about 140 items against up to 640 pairs). The leaves of the first tree come first
-// in `leaves`, then those of the second; each leaf's own entries follow the previous leaf's,
-// as each meet's entries follow the previous meet's.
+// housing: about 140 items against up to 640 pairs). Each meet's entries follow the previous
+// meet's.
 struct ProjectedLeaf {
   std::int32_t leaf;    // global leaf index
   std::uint16_t group;  // its group among its tree's groups
@@ -160,22 +149,24 @@ namespace pairs {
 class GroupSumCache;
 }
 struct ProjectedView {
-  const ProjectedLeaf* leaves;
-  std::int32_t n_first, n_second;        // leaves of the first tree, of the second
-  std::int32_t groups_first, groups_second;
-  const std::uint8_t* own_feature;       // per own entry
-  const std::int32_t* own_slot;          // per own entry: the leaf's slot (LeafBoxes::slot_of)
-  const ProjectedMeet* meets;
-  std::size_t n_meets;
-  const std::uint8_t* meet_feature;      // per meet entry
-  const std::uint16_t* meet_interval;    // per meet entry: its interval
-  std::size_t n_meet_entries;
+  // Per tree (0: the first, 1: the second): its leaves, and their own entries, each leaf's after
+  // the previous leaf's.
+  const ProjectedLeaf* leaves[2] = {nullptr, nullptr};
+  const std::uint8_t* own_feature[2] = {nullptr, nullptr};  // per own entry
+  const std::int32_t* own_slot[2] = {nullptr, nullptr};     // per own entry: the leaf's slot (LeafBoxes::slot_of)
+  std::int32_t n_first = 0, n_second = 0;  // leaves of the first tree, of the second
+  std::int32_t groups_first = 0, groups_second = 0;
+  const ProjectedMeet* meets = nullptr;
+  std::size_t n_meets = 0;
+  const std::uint8_t* meet_feature = nullptr;    // per meet entry
+  const std::uint16_t* meet_interval = nullptr;  // per meet entry: its interval
+  std::size_t n_meet_entries = 0;
   // Per distinct interval of the meet entries: lo, hi (boundary indices); a pass computes each
   // one's mass once (a CatBoost tree pair has about 200 entries on about 10 intervals).
-  const std::int32_t* interval_cut;
-  std::size_t n_intervals;
-  std::uint64_t features;  // every feature either tree splits on: only they change the pair's value
-  std::uint64_t first_features, second_features;  // those the first tree splits on, the second
+  const std::int32_t* interval_cut = nullptr;
+  std::size_t n_intervals = 0;
+  std::uint64_t features = 0;  // every feature either tree splits on: only they change the pair's value
+  std::uint64_t first_features = 0, second_features = 0;  // those the first tree splits on, the second
   // Where set (curves and sets in a sweep), each tree's group sums for this vector of rows,
   // filled by the first pair that needs them and read by the others; else summed per pair.
   TreeGroupSums* first_sums = nullptr;
