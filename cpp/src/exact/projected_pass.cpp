@@ -94,8 +94,9 @@ struct TreeSums {
   const vd* sum;
   const std::uint8_t* live;
 };
-// Calls fill(sum, live) to compute the sums of `cells` cells (zeroed first), unless `kept`
-// has them already; returns where they are.
+// Calls fill(sum, live) to compute the sums of `cells` cells (zeroed first; and their live
+// flags, where the pass keeps them: local_live not null), unless `kept` has them already;
+// returns where they are.
 template <typename Fill>
 __attribute__((always_inline)) inline TreeSums tree_sums_of(TreeGroupSums* kept, std::size_t cells, vd*& local,
                                                             std::uint8_t*& local_live, Fill&& fill) {
@@ -104,15 +105,13 @@ __attribute__((always_inline)) inline TreeSums tree_sums_of(TreeGroupSums* kept,
   std::uint8_t* live = local_live;
   if (kept != nullptr) {
     sum = reinterpret_cast<vd*>(kept->sums);
-    live = kept->live;
+    live = local_live != nullptr ? kept->live : nullptr;
     const vd zero = {};
-    for (std::size_t c = 0; c < cells; ++c) {
-      sum[c] = zero;
-      live[c] = 0;
-    }
+    for (std::size_t c = 0; c < cells; ++c) sum[c] = zero;
+    if (live != nullptr) std::memset(live, 0, cells);
   } else {  // (the GroupSums are zeroed)
     local += cells;
-    local_live += cells;
+    if (local_live != nullptr) local_live += cells;
   }
   fill(sum, live);
   if (kept != nullptr) kept->filled = true;
@@ -120,8 +119,8 @@ __attribute__((always_inline)) inline TreeSums tree_sums_of(TreeGroupSums* kept,
 }
 
 // Per set and group, A_X(g), and whether some leaf of g is live in X ([set][group]) (or a pair's
-// interval masses, flags unused): on the stack where they fit (a CatBoost tree pair has about 30 groups, a greedy step up to 9 sets on 8
-// features, a tail 16), else on the heap. Zeroed.
+// interval masses, flags unused): on the stack where they fit (a CatBoost tree pair has about
+// 30 groups, a greedy step up to 9 sets on 8 features, a tail 16), else on the heap. Zeroed.
 class GroupSums {
  public:
   explicit GroupSums(std::size_t cells) {
@@ -258,35 +257,30 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
   const std::int32_t n_second_steps = list_steps(second_steps, second_step);
   std::int64_t first_from[kMaxProjectedLeaves], second_from[kMaxProjectedLeaves];
   const std::size_t first_cells = static_cast<std::size_t>(n_first_steps) * static_cast<std::size_t>(pv.groups_first);
-  const std::size_t second_cells = static_cast<std::size_t>(n_second_steps) * static_cast<std::size_t>(pv.groups_second);
+  const std::size_t second_cells =
+      static_cast<std::size_t>(n_second_steps) * static_cast<std::size_t>(pv.groups_second);
   // The sums of the trees the caches have no room for.
   GroupSums groups((pv.first_sums == nullptr ? first_cells : 0) + (pv.second_sums == nullptr ? second_cells : 0));
   vd* local = groups.sum;
-  // The sums of tree `side`'s groups at its steps.
-  auto tree_sums = [&](TreeGroupSums* kept, int side, const std::int64_t* tree_step, std::int32_t n_tree_steps, std::int32_t n_groups,
-                       std::size_t cells, std::int64_t* from) -> const vd* {
-    if (kept != nullptr && kept->filled) {
+  // The sums of tree `side`'s groups at its steps (kept, or summed here), and each group's first
+  // live prefix into from[].
+  auto tree_sums = [&](TreeGroupSums* kept, int side, const std::int64_t* tree_step, std::int32_t n_tree_steps,
+                       std::int32_t n_groups, std::size_t cells, std::int64_t* from) -> const vd* {
+    std::uint8_t* no_flags = nullptr;
+    const bool filled = kept != nullptr && kept->filled;
+    const TreeSums sums = tree_sums_of(kept, cells, local, no_flags, [&](vd* out, std::uint8_t*) {
+      std::int32_t from_index[kMaxProjectedLeaves];
+      for (std::int32_t g = 0; g < n_groups; ++g) from_index[g] = n_tree_steps;
+      add_leaf_sums(pv, side, lanes, top, enters, tree_step, n_tree_steps, n_groups, out, from_index);
+      for (std::int32_t g = 0; g < n_groups; ++g) {
+        from[g] = from_index[g] == n_tree_steps ? kNeverAlive : tree_step[from_index[g]];
+        if (kept != nullptr) kept->first_live[g] = static_cast<std::int8_t>(from[g]);
+      }
+    });
+    if (filled) {
       for (std::int32_t g = 0; g < n_groups; ++g) from[g] = kept->first_live[g];
-      return reinterpret_cast<const vd*>(kept->sums);
     }
-    vd* out = local;
-    if (kept != nullptr) {
-      out = reinterpret_cast<vd*>(kept->sums);
-      for (std::size_t x = 0; x < cells; ++x) out[x] = zero;
-    } else {
-      local += cells;
-    }
-    std::int32_t from_index[kMaxProjectedLeaves];
-    for (std::int32_t g = 0; g < n_groups; ++g) from_index[g] = n_tree_steps;
-    add_leaf_sums(pv, side, lanes, top, enters, tree_step, n_tree_steps, n_groups, out, from_index);
-    for (std::int32_t g = 0; g < n_groups; ++g) {
-      from[g] = from_index[g] == n_tree_steps ? kNeverAlive : tree_step[from_index[g]];
-    }
-    if (kept != nullptr) {
-      for (std::int32_t g = 0; g < n_groups; ++g) kept->first_live[g] = static_cast<std::int8_t>(from[g]);
-      kept->filled = true;
-    }
-    return out;
+    return sums.sum;
   };
   const vd* const first_sum =
       tree_sums(pv.first_sums, 0, first_step, n_first_steps, pv.groups_first, first_cells, first_from);
@@ -467,7 +461,8 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
   std::int32_t first_cand[64], second_cand[64], first_slot_of[64], second_slot_of[64], first_set[65], second_set[65];
   const std::int32_t n_first_cand = tree_candidates(pv.first_features, first_cand, first_slot_of, first_set);
   const std::int32_t n_second_cand = tree_candidates(pv.second_features, second_cand, second_slot_of, second_set);
-  const std::size_t first_cells = static_cast<std::size_t>(n_first_cand + 1) * static_cast<std::size_t>(pv.groups_first);
+  const std::size_t first_cells =
+      static_cast<std::size_t>(n_first_cand + 1) * static_cast<std::size_t>(pv.groups_first);
   const std::size_t second_cells =
       static_cast<std::size_t>(n_second_cand + 1) * static_cast<std::size_t>(pv.groups_second);
   GroupSums groups((pv.first_sums == nullptr ? first_cells : 0) + (pv.second_sums == nullptr ? second_cells : 0));
@@ -545,7 +540,8 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
     vd in_s = zero;       // the product of S's meet masses (for S + {j})
     vd extra[64];         // per candidate: D_j where j is an entry of the meet (lanes without j), else 1
     for (std::int32_t si = 0; si < n_sets; ++si) {
-      const std::size_t at_g = static_cast<std::size_t>(first_set[si]) * static_cast<std::size_t>(pv.groups_first) + meet.g;
+      const std::size_t at_g =
+          static_cast<std::size_t>(first_set[si]) * static_cast<std::size_t>(pv.groups_first) + meet.g;
       const std::size_t at_h =
           static_cast<std::size_t>(second_set[si]) * static_cast<std::size_t>(pv.groups_second) + meet.h;
       if (!first.live[at_g] || !second.live[at_h]) continue;  // an exact zero in every lane

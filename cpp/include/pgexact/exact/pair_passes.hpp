@@ -143,7 +143,8 @@ struct TreeGroupSums {
   // none).
   std::int8_t first_live[kMaxProjectedLeaves];
   double* sums = nullptr;        // [set][group][lane]
-  std::uint8_t* live = nullptr;  // greedy steps and tails: [set][group], whether a leaf of the group is live in some lane
+  // Greedy steps and tails: [set][group], whether a leaf of the group is live in some lane.
+  std::uint8_t* live = nullptr;
 };
 namespace pairs {
 class GroupSumCache;
