@@ -89,7 +89,7 @@ __attribute__((always_inline)) inline void for_each_leaf_live_somewhere(const Pr
 }
 
 // Where one tree's group sums of a pass go: the sweep's kept ones (filled once), or room taken
-// from the pass's own GroupSums. sum/live: [set][group].
+// from the pass's own GroupSums. sum/live: [group][set] (a meet reads its groups' sets in turn).
 struct TreeSums {
   const vd* sum;
   const std::uint8_t* live;
@@ -118,7 +118,7 @@ __attribute__((always_inline)) inline TreeSums tree_sums_of(TreeGroupSums* kept,
   return TreeSums{sum, live};
 }
 
-// Per set and group, A_X(g), and whether some leaf of g is live in X ([set][group]) (or a pair's
+// Per group and set, A_X(g), and whether some leaf of g is live in X ([group][set]) (or a pair's
 // interval masses, flags unused): on the stack where they fit (a CatBoost tree pair has about
 // 30 groups, a greedy step up to 9 sets on 8 features, a tail 16), else on the heap. Zeroed.
 class GroupSums {
@@ -159,13 +159,12 @@ class GroupSums {
 namespace {
 
 // Adds, for the leaves of tree `side` of the pair, each leaf's product at the steps
-// step[0 .. n_step) (prefixes) from its first live one, into out[si * n_groups + its group], in
-// leaf order at each step; group_from[g]: the first step index at which a leaf of group g is
+// step[0 .. n_step) (prefixes) from its first live one, into out[its group * n_step + si] (a
+// group's steps together: a meet reads them in turn), in leaf order at each step; group_from[g]: the first step index at which a leaf of group g is
 // added (n_step: none; set by the caller).
 __attribute__((always_inline)) inline void add_leaf_sums(const ProjectedView& pv, int side, const LaneView& lanes,
                                                          int top, const vi* enters, const std::int64_t* step,
-                                                         std::int32_t n_step, std::int32_t n_groups, vd* out,
-                                                         std::int32_t* group_from) {
+                                                         std::int32_t n_step, vd* out, std::int32_t* group_from) {
   const vd zero = {};
   std::size_t e = 0;
   const std::int32_t n_leaves = side == 0 ? pv.n_first : pv.n_second;
@@ -190,13 +189,13 @@ __attribute__((always_inline)) inline void add_leaf_sums(const ProjectedView& pv
     for (std::int32_t x = 0; x < n; ++x) in_from[x] = enters[feature[x]];
     const std::int32_t g = leaf.group;
     if (from < group_from[g]) group_from[g] = from;
-    vd* at_group = out + g;
+    vd* at_group = out + static_cast<std::size_t>(g) * static_cast<std::size_t>(n_step);
     for (std::int32_t si = from; si < n_step; ++si) {
       const std::int64_t k = step[si];
       vd a = w;
       for (std::int32_t x = 0; x < n; ++x) a = (in_from[x] <= k) ? a * D[x] : a;
       const vi alive = code <= k;
-      at_group[static_cast<std::size_t>(si) * static_cast<std::size_t>(n_groups)] += alive ? a : zero;
+      at_group[si] += alive ? a : zero;
     }
   }
 }
@@ -247,7 +246,7 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
   std::int64_t step[64];
   const std::int32_t n_summed = list_steps(steps, step);
   const vd zero = {};
-  // Each tree's group sums A(g) at its own steps, [step index][group]: a tree's products and
+  // Each tree's group sums A(g) at its own steps, [group][step index]: a tree's products and
   // liveness change only at its steps, so at any prefix they are those of its last step at or
   // before it, the same operations in the same order. They may come from the sweep's caches
   // (TreeGroupSums), filled by the first pair that needed them. first_from / second_from: per
@@ -271,7 +270,7 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     const TreeSums sums = tree_sums_of(kept, cells, local, no_flags, [&](vd* out, std::uint8_t*) {
       std::int32_t from_index[kMaxProjectedLeaves];
       for (std::int32_t g = 0; g < n_groups; ++g) from_index[g] = n_tree_steps;
-      add_leaf_sums(pv, side, lanes, top, enters, tree_step, n_tree_steps, n_groups, out, from_index);
+      add_leaf_sums(pv, side, lanes, top, enters, tree_step, n_tree_steps, out, from_index);
       for (std::int32_t g = 0; g < n_groups; ++g) {
         from[g] = from_index[g] == n_tree_steps ? kNeverAlive : tree_step[from_index[g]];
         if (kept != nullptr) kept->first_live[g] = static_cast<std::int8_t>(from[g]);
@@ -317,9 +316,10 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     m += meet.count;
     vi in_from[64];
     for (std::int32_t x = 0; x < n; ++x) in_from[x] = enters[feature[x]];
+    const vd* first_g = first_sum + static_cast<std::size_t>(meet.g) * static_cast<std::size_t>(n_first_steps);
+    const vd* second_h = second_sum + static_cast<std::size_t>(meet.h) * static_cast<std::size_t>(n_second_steps);
     for (std::int32_t si = from; si < n_summed; ++si) {
-      vd P = first_sum[static_cast<std::size_t>(first_at[si]) * static_cast<std::size_t>(pv.groups_first) + meet.g] *
-             second_sum[static_cast<std::size_t>(second_at[si]) * static_cast<std::size_t>(pv.groups_second) + meet.h];
+      vd P = first_g[first_at[si]] * second_h[second_at[si]];
       const std::int64_t k = step[si];
       for (std::int32_t x = 0; x < n; ++x) P = (in_from[x] <= k) ? P * D[x] : P;
       value[si] += P;
@@ -470,9 +470,9 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
   std::uint8_t* local_live = groups.live;
   const vb never = {kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive,
                     kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive};
-  // Tree `side`'s leaves into its sums: [set][group].
+  // Tree `side`'s leaves into its sums: [group][set].
   auto fill = [&](int side, const std::int32_t* tree_cand, const std::int32_t* tree_slot_of, std::int32_t n_tree_cand,
-                  std::int32_t n_groups, vd* group_sum, std::uint8_t* group_live) {
+                  vd* group_sum, std::uint8_t* group_live) {
     for_each_leaf_live_somewhere(pv, side, lanes, [&](const ProjectedLeaf& leaf, std::size_t at, vb code_b,
                                                       std::size_t e) {
       const vu live = (vu)__builtin_convertvector(code_b != never, vi);
@@ -498,10 +498,11 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
         }
       }
       if (live_in_s) live_with = n_tree_cand == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n_tree_cand) - 1;
+      const std::size_t row = g * static_cast<std::size_t>(n_tree_cand + 1);  // the group's sets
       if (live_in_s) {
         const vi alive_s = (missing == zero_u) & (vi)live;
-        group_sum[g] += alive_s ? a : zero;
-        group_live[g] = 1;
+        group_sum[row] += alive_s ? a : zero;
+        group_live[row] = 1;
       }
       if (live_with == 0) return;
       // S + {j}: own features j multiply the product in the lanes without j.
@@ -514,18 +515,18 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
       for (std::uint64_t f = live_with; f != 0; f &= f - 1) {
         const std::int32_t c = __builtin_ctzll(f);
         const vi alive = ((missing & ~(vu{} + (std::uint64_t{1} << tree_cand[c]))) == zero_u) & (vi)live;
-        const std::size_t cell = static_cast<std::size_t>(c + 1) * static_cast<std::size_t>(n_groups) + g;
+        const std::size_t cell = row + static_cast<std::size_t>(c + 1);
         group_sum[cell] += alive ? with[c] : zero;
         group_live[cell] = 1;
       }
     });
   };
   const TreeSums first = tree_sums_of(pv.first_sums, first_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
-    fill(0, first_cand, first_slot_of, n_first_cand, pv.groups_first, sums, live);
+    fill(0, first_cand, first_slot_of, n_first_cand, sums, live);
   });
   const TreeSums second =
       tree_sums_of(pv.second_sums, second_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
-        fill(1, second_cand, second_slot_of, n_second_cand, pv.groups_second, sums, live);
+        fill(1, second_cand, second_slot_of, n_second_cand, sums, live);
       });
   GroupSums intervals(pv.n_intervals);
   interval_masses(pv, lanes, intervals.sum);
@@ -539,11 +540,12 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
     std::int32_t n = -1;  // masses not loaded yet
     vd in_s = zero;       // the product of S's meet masses (for S + {j})
     vd extra[64];         // per candidate: D_j where j is an entry of the meet (lanes without j), else 1
+    // The two groups' sets (their sums are [group][set]).
+    const std::size_t first_row = static_cast<std::size_t>(meet.g) * static_cast<std::size_t>(n_first_cand + 1);
+    const std::size_t second_row = static_cast<std::size_t>(meet.h) * static_cast<std::size_t>(n_second_cand + 1);
     for (std::int32_t si = 0; si < n_sets; ++si) {
-      const std::size_t at_g =
-          static_cast<std::size_t>(first_set[si]) * static_cast<std::size_t>(pv.groups_first) + meet.g;
-      const std::size_t at_h =
-          static_cast<std::size_t>(second_set[si]) * static_cast<std::size_t>(pv.groups_second) + meet.h;
+      const std::size_t at_g = first_row + static_cast<std::size_t>(first_set[si]);
+      const std::size_t at_h = second_row + static_cast<std::size_t>(second_set[si]);
       if (!first.live[at_g] || !second.live[at_h]) continue;  // an exact zero in every lane
       if (n < 0) {
         n = meet_masses(pv, intervals.sum, m, meet.count, top, D, feature);
@@ -622,9 +624,8 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
       }
     }
   };
-  // Tree `side`'s leaves into its sums [A][group], for the subsets A of its candidates.
-  auto fill = [&](int side, std::int32_t tree_relevant, std::int32_t n_groups, vd* group_sum,
-                  std::uint8_t* group_live) {
+  // Tree `side`'s leaves into its sums [group][A], for the subsets A of its candidates.
+  auto fill = [&](int side, std::int32_t tree_relevant, vd* group_sum, std::uint8_t* group_live) {
     for_each_leaf_live_somewhere(pv, side, lanes, [&](const ProjectedLeaf& leaf, std::size_t at, vb need_b,
                                                       std::size_t e) {
       const vi need = __builtin_convertvector(need_b, vi);  // the subset of candidates it needs
@@ -648,18 +649,18 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
         if (A > 0) Q[A] = Q[A & (A - 1)] * q[__builtin_ctz(static_cast<unsigned>(A))];
         if ((A & ~tree_relevant) != 0 || ((live_in >> A) & 1u) == 0) continue;
         const vi alive = (need & ~static_cast<std::int64_t>(A)) == 0;
-        const std::size_t cell = static_cast<std::size_t>(A) * static_cast<std::size_t>(n_groups) + g;
+        const std::size_t cell = g * static_cast<std::size_t>(n_sets) + static_cast<std::size_t>(A);  // [group][set]
         group_sum[cell] += alive ? (A == 0 ? a : a * Q[A]) : zero;
         group_live[cell] = 1;
       }
     });
   };
   const TreeSums first = tree_sums_of(pv.first_sums, first_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
-    fill(0, first_relevant, pv.groups_first, sums, live);
+    fill(0, first_relevant, sums, live);
   });
   const TreeSums second =
       tree_sums_of(pv.second_sums, second_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
-        fill(1, second_relevant, pv.groups_second, sums, live);
+        fill(1, second_relevant, sums, live);
       });
   GroupSums intervals(pv.n_intervals);
   interval_masses(pv, lanes, intervals.sum);
@@ -675,9 +676,9 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
     for (std::int32_t A = 0; A < n_sets; ++A) {
       if ((A & ~relevant) != 0) continue;
       const std::size_t at_g =
-          static_cast<std::size_t>(A & first_relevant) * static_cast<std::size_t>(pv.groups_first) + meet.g;
+          static_cast<std::size_t>(meet.g) * static_cast<std::size_t>(n_sets) + static_cast<std::size_t>(A & first_relevant);
       const std::size_t at_h =
-          static_cast<std::size_t>(A & second_relevant) * static_cast<std::size_t>(pv.groups_second) + meet.h;
+          static_cast<std::size_t>(meet.h) * static_cast<std::size_t>(n_sets) + static_cast<std::size_t>(A & second_relevant);
       if (!first.live[at_g] || !second.live[at_h]) continue;  // an exact zero in every lane
       if (n < 0) {
         n = meet_masses(pv, intervals.sum, m, meet.count, top, D, feature);

@@ -142,8 +142,8 @@ struct TreeGroupSums {
   // Curves: per group, the first step at which a leaf of it is live in some lane (kNeverAlive:
   // none).
   std::int8_t first_live[kMaxProjectedLeaves];
-  double* sums = nullptr;        // [set][group][lane]
-  // Greedy steps and tails: [set][group], whether a leaf of the group is live in some lane.
+  double* sums = nullptr;        // [group][set][lane]
+  // Greedy steps and tails: [group][set], whether a leaf of the group is live in some lane.
   std::uint8_t* live = nullptr;
 };
 namespace pairs {
