@@ -133,7 +133,7 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
 // A thread's group sums of projected tree pairs in a sweep (TreeGroupSums). A tree's sums depend
 // only on the tree, the features C it shares with the other and the vector of rows, so the
 // pairs of (tree, C) after the first read them instead of summing the tree's leaves again:
-// a tile's first trees meet every later tree (CatBoost(1000) on housing: about 20 distinct C
+// a tile's first trees meet every later tree (CatBoost(1000) on housing: about 27 distinct C
 // per tree for 999 second trees), and a second tree meets the tile's first trees one after the
 // other. Kept from the start of a tile of trees (whose rows do not change) within a budget;
 // past it, get() returns null and the pass sums the tree per pair, with the same bits.
@@ -179,7 +179,7 @@ ProjectionUse projection_use();
 // The plans of one call: built on first use of a tree pair and kept, within a budget, for the
 // call's later blocks of rows; past the budget a plan is built again into the caller's
 // scratch each time. The groupings they are built from are kept per (tree, C) within a budget
-// of their own (a tree of CatBoost(1000) on housing has about 20 distinct C for 999 partners),
+// of their own (a tree of CatBoost(1000) on housing has about 27 distinct C for 999 partners),
 // behind a lock per tree (any thread may ask for a second tree's); a plan on a grouping past
 // that budget is used once and not kept. Plans of first tree t are only touched by the thread
 // running t in a sweep (as PairCache's lists), so no lock is needed. Which plans and groupings
