@@ -434,26 +434,26 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
   const vd zero = {};
   std::uint64_t in_every = ~std::uint64_t{0};
   for (int l = 0; l < kLanes; ++l) in_every &= S[l];
-  std::int32_t cand[64];
-  std::int32_t n_cand = 0;
-  std::int32_t slot_of[64];  // per feature: its index among cand, or -1
-  for (int j = 0; j < 64; ++j) slot_of[j] = -1;
-  for (std::uint64_t f = pv.features & ~in_every; f != 0; f &= f - 1) {
-    slot_of[__builtin_ctzll(f)] = n_cand;
-    cand[n_cand++] = __builtin_ctzll(f);
-  }
+  // The candidates among `split` (features some lane lacks) in order into cand, and per feature
+  // its index among them into slot_of (-1: none); returns how many.
+  auto list_candidates = [&](std::uint64_t split, std::int32_t* cand, std::int32_t* slot_of) {
+    std::int32_t n = 0;
+    for (int j = 0; j < 64; ++j) slot_of[j] = -1;
+    for (std::uint64_t f = split & ~in_every; f != 0; f &= f - 1) {
+      slot_of[__builtin_ctzll(f)] = n;
+      cand[n++] = __builtin_ctzll(f);
+    }
+    return n;
+  };
+  std::int32_t cand[64], slot_of[64];  // the pair's
+  const std::int32_t n_cand = list_candidates(pv.features, cand, slot_of);
   const int top = 64;  // any feature may be in some lane's S or be a candidate
   const std::int32_t n_sets = n_cand + 1;  // 0: S; 1 + c: S + {cand[c]}
   // Per tree: its candidates (features it splits on that some lane lacks), and per candidate
   // of the pair the tree's set (0: S, 1 + c: S + {its c-th}).
   auto tree_candidates = [&](std::uint64_t split, std::int32_t* tree_cand, std::int32_t* tree_slot_of,
                              std::int32_t* set_of) {
-    std::int32_t n = 0;
-    for (int j = 0; j < 64; ++j) tree_slot_of[j] = -1;
-    for (std::uint64_t f = split & ~in_every; f != 0; f &= f - 1) {
-      tree_slot_of[__builtin_ctzll(f)] = n;
-      tree_cand[n++] = __builtin_ctzll(f);
-    }
+    const std::int32_t n = list_candidates(split, tree_cand, tree_slot_of);
     set_of[0] = 0;
     for (std::int32_t c = 0; c < n_cand; ++c) set_of[1 + c] = 1 + tree_slot_of[cand[c]];
     return n;
