@@ -30,8 +30,16 @@ double pg2_single_feature(const Arena& a, Workspace& ws, std::int32_t j) {
       std::upper_bound(a.bounds.begin() + begin + 1, a.bounds.begin() + end - 1, x[j]) - a.bounds.begin());
   double d_x = 0.0;  // f - f(x) on the piece holding x_j
   auto& stack = ws.sweep;
+  if (ws.home_stamp != ws.row_epoch) {  // once per row, for every feature swept in it
+    for (std::int64_t t = 0; t < a.n_trees(); ++t) ws.home[static_cast<std::size_t>(t)] = a.value[a.leaf_of(t, x)];
+    ws.home_stamp = ws.row_epoch;
+  }
+  const std::uint64_t j_bit = std::uint64_t{1} << (j % 64);
   for (std::int64_t t = 0; t < a.n_trees(); ++t) {
-    const double c_x = a.value[a.leaf_of(t, x)];
+    // A tree that never splits on j is constant in x'_j: it adds no jump, and x's leaf adds
+    // y - c_x = 0 to d_x (subtree_features: bit j % 64, so a clear bit is a proof).
+    if ((a.subtree_features[a.tree_root[t]] & j_bit) == 0) continue;
+    const double c_x = ws.home[static_cast<std::size_t>(t)];
     stack.clear();
     stack.push_back({a.tree_root[t], begin, end - 1});
     bool first = true;

@@ -16,6 +16,7 @@ Workspace::Workspace(const Arena& arena) {
   cdf.assign(arena.bounds.size(), Cdf{0.0, 0.0});
   feature_stamp.assign(d, 0);
   jump.assign(arena.bounds.size(), 0.0);
+  home.assign(t, 0.0);
   moment.assign(arena.bounds.size(), 0.0);
   mu.assign(t, 0.0);
   tree_mask.assign(t, 0);
@@ -38,6 +39,7 @@ void Workspace::begin_row(const double* x) {
   row = x;
   if (++row_epoch == 0) {  // wrapped: forget every stamp
     std::fill(feature_stamp.begin(), feature_stamp.end(), 0);
+    home_stamp = 0;
     row_epoch = 1;
   }
 }

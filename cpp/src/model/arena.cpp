@@ -103,22 +103,6 @@ std::vector<std::int64_t> Arena::split_categories(std::int32_t j) const {
   return out;
 }
 
-bool Arena::goes_left(std::int32_t n, double x) const {
-  const std::uint8_t fl = flags[n];
-  const MissingRule rule = missing_rule(n);
-  if (std::isnan(x)) {
-    if (rule != MissingRule::NanAsZero) return (fl & kDefaultLeft) != 0;
-    x = 0.0;
-  }
-  if (rule != MissingRule::NanDefault && std::fabs(x) <= kLightGBMZero) {
-    if (rule == MissingRule::ZeroOrNanDefault) return (fl & kDefaultLeft) != 0;
-    x = 0.0;  // LightGBM's zero band
-  }
-  if (fl & kCategorical) return categorical_goes_left(n, x);
-  const double v = input_float32 ? static_cast<double>(to_float32(x)) : x;
-  return (fl & kLessEqual) ? v <= threshold[n] : v < threshold[n];
-}
-
 std::int32_t Arena::leaf_of(std::int64_t t, const double* x) const {
   std::int32_t n = tree_root[t];
   while (feature[n] >= 0) n = goes_left(n, x[feature[n]]) ? left[n] : right[n];

@@ -111,6 +111,10 @@ class Workspace {
   std::vector<Cdf> cdf;
   std::vector<std::uint32_t> feature_stamp;
   std::vector<double> jump;  // per boundary: the jump of f there (single-feature sweep)
+  // Per tree, for the current row (valid when home_stamp == row_epoch): the value of the leaf x
+  // reaches, which the single-feature sweep of every feature of the row reads.
+  std::vector<double> home;
+  std::uint32_t home_stamp = 0;
   std::vector<double> moment;  // per boundary: noise_partial_moment there (first moments)
   // Per tree.
   std::vector<double> mu;

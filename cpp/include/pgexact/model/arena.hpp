@@ -167,8 +167,9 @@ class Arena {
     return static_cast<MissingRule>((flags[n] >> kMissingShift) & 3u);
   }
 
-  // The library's own decision for an observed (unperturbed) value, NaN included.
-  bool goes_left(std::int32_t n, double x) const;
+  // The library's own decision for an observed (unperturbed) value, NaN included (inline, below:
+  // routing a block's rows calls it for every node and lane).
+  inline bool goes_left(std::int32_t n, double x) const;
 
   // The categories named by the categorical splits on feature j: every member of their sets,
   // sorted (the default categories of categorical noise).
@@ -200,6 +201,22 @@ inline float to_float32(double x) {
   if (x >= kTop) return INFINITY;
   if (x <= -kTop) return -INFINITY;
   return static_cast<float>(x);
+}
+
+inline bool Arena::goes_left(std::int32_t n, double x) const {
+  const std::uint8_t fl = flags[n];
+  const MissingRule rule = missing_rule(n);
+  if (std::isnan(x)) {
+    if (rule != MissingRule::NanAsZero) return (fl & kDefaultLeft) != 0;
+    x = 0.0;
+  }
+  if (rule != MissingRule::NanDefault && std::fabs(x) <= kLightGBMZero) {
+    if (rule == MissingRule::ZeroOrNanDefault) return (fl & kDefaultLeft) != 0;
+    x = 0.0;  // LightGBM's zero band
+  }
+  if (fl & kCategorical) return categorical_goes_left(n, x);
+  const double v = input_float32 ? static_cast<double>(to_float32(x)) : x;
+  return (fl & kLessEqual) ? v <= threshold[n] : v < threshold[n];
 }
 
 // Validates a ModelInput and lays it out as an Arena. Throws ModelError naming the problem.
