@@ -110,6 +110,28 @@ void group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, TreeG
     grouping.leaves.push_back(
         ProjectedLeaf{u, static_cast<std::uint16_t>(group), static_cast<std::uint8_t>(n_own), 0});
   }
+  // The groups on each interval (only trees of at most 64 groups are projected: Projections).
+  grouping.interval_first.assign(1, 0);
+  for (const auto& intervals : grouping.intervals) {
+    grouping.interval_first.push_back(grouping.interval_first.back() + intervals.size());
+  }
+  const std::size_t n_cells = grouping.interval_first.back();
+  grouping.groups_on.assign(n_cells, 0);
+  grouping.nan_groups_on.assign(n_cells, 0);
+  grouping.zero_groups_on.assign(n_cells, 0);
+  for (std::int32_t g = 0; g < n_groups && g < 64; ++g) {
+    const auto r = static_cast<std::size_t>(grouping.representative[static_cast<std::size_t>(g)]);
+    const std::uint64_t bit_g = std::uint64_t{1} << g;
+    std::size_t c = 0;
+    for (std::uint64_t f = C; f != 0; f &= f - 1, ++c) {
+      const std::int32_t j = __builtin_ctzll(f);
+      const std::size_t cell =
+          grouping.interval_first[c] + grouping.interval_of[static_cast<std::size_t>(g) * n_shared + c];
+      grouping.groups_on[cell] |= bit_g;
+      if (((boxes.nan_ok[r] >> j) & 1u) != 0) grouping.nan_groups_on[cell] |= bit_g;
+      if (((boxes.zero_ok[r] >> j) & 1u) != 0) grouping.zero_groups_on[cell] |= bit_g;
+    }
+  }
 }
 
 bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGrouping& first, const TreeGrouping& second,
@@ -136,6 +158,9 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
   // both admit can be in both), or the index of the intersection among the plan's intervals
   // (each distinct interval once: a pass computes its mass once).
   constexpr std::int32_t kLine = -1, kApart = -2;
+  // (A group's partners are found as bits: groupings of at most 64 groups, which every tree of
+  // at most kMaxProjectedLeaves leaves has.)
+  if (groups_first > 64 || groups_second > 64) return false;
   const auto n_shared = static_cast<std::size_t>(__builtin_popcountll(C));
   std::int32_t feature_of[64];
   std::size_t entry_begin[65];
@@ -178,7 +203,28 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
     const std::uint8_t* interval_g = first.interval_of.data() + static_cast<std::size_t>(g) * n_shared;
     const std::uint64_t nan_u = boxes.nan_ok[static_cast<std::size_t>(u)];
     const std::uint64_t zero_u = boxes.zero_ok[static_cast<std::size_t>(u)];
-    for (std::int32_t h = 0; h < groups_second; ++h) {
+    // The groups h that can meet g: on every feature c of C, h's interval meets g's, or the two
+    // paths admit a special value there (the test below, per feature, as bits over h); in
+    // increasing h, the order of trying every h.
+    std::uint64_t partners = groups_second == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << groups_second) - 1;
+    for (std::size_t c = 0; c < n_shared && partners != 0; ++c) {
+      const std::int32_t j = feature_of[c];
+      const std::size_t n_s = second.intervals[c].size();
+      const std::int32_t* entry_g = entry.data() + entry_begin[c] + interval_g[c] * n_s;
+      const std::size_t cell = second.interval_first[c];
+      const bool nan_j = ((nan_u >> j) & 1u) != 0, zero_j = ((zero_u >> j) & 1u) != 0;
+      std::uint64_t on_c = 0;
+      for (std::size_t k = 0; k < n_s; ++k) {
+        if (entry_g[k] != kApart) {
+          on_c |= second.groups_on[cell + k];
+        } else {
+          on_c |= (nan_j ? second.nan_groups_on[cell + k] : 0) | (zero_j ? second.zero_groups_on[cell + k] : 0);
+        }
+      }
+      partners &= on_c;
+    }
+    for (; partners != 0; partners &= partners - 1) {
+      const std::int32_t h = __builtin_ctzll(partners);
       const std::int32_t v = second.representative[static_cast<std::size_t>(h)];
       const std::uint8_t* interval_h = second.interval_of.data() + static_cast<std::size_t>(h) * n_shared;
       const std::uint64_t special = (nan_u & boxes.nan_ok[static_cast<std::size_t>(v)]) |

@@ -51,10 +51,16 @@ struct TreeGrouping {
   // (lo, hi), and per group and c the index of its own ([group * |C| + c]).
   std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> intervals;
   std::vector<std::uint8_t> interval_of;
+  // Per feature c of C and interval k of intervals[c], at interval_first[c] + k: the groups
+  // whose box has that interval there (bit g: a tree of at most kMaxProjectedLeaves leaves has at
+  // most 64 groups), and those of them whose paths admit NaN, zero there. A plan finds a group's
+  // partners from these instead of trying every pair of groups (most meet on no interval).
+  std::vector<std::uint64_t> groups_on, nan_groups_on, zero_groups_on;
+  std::vector<std::size_t> interval_first;  // n_shared + 1 offsets
   std::int32_t n_groups() const { return static_cast<std::int32_t>(representative.size()); }
   std::size_t bytes() const {
     return leaves.size() * sizeof(ProjectedLeaf) + own_feature.size() * 5 + representative.size() * 24 +
-           interval_of.size() + intervals.size() * 64 + 200;
+           interval_of.size() + intervals.size() * 64 + groups_on.size() * 24 + interval_first.size() * 8 + 200;
   }
 };
 
