@@ -225,22 +225,15 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
     }
     for (; partners != 0; partners &= partners - 1) {
       const std::int32_t h = __builtin_ctzll(partners);
-      const std::int32_t v = second.representative[static_cast<std::size_t>(h)];
       const std::uint8_t* interval_h = second.interval_of.data() + static_cast<std::size_t>(h) * n_shared;
-      const std::uint64_t special = (nan_u & boxes.nan_ok[static_cast<std::size_t>(v)]) |
-                                    (zero_u & boxes.zero_ok[static_cast<std::size_t>(v)]);
       const std::size_t entries_before = n_entries;
-      bool meets = true;
       for (std::size_t c = 0; c < n_shared; ++c) {
         const std::int32_t j = feature_of[c];
         std::int32_t interval = entry[entry_begin[c] + interval_g[c] * second.intervals[c].size() + interval_h[c]];
         if (interval == kLine) continue;
         if (interval == kApart) {
-          if (((special >> j) & 1u) == 0) {  // no value x'_j can take is in both boxes
-            meets = false;
-            break;
-          }
-          // Only the special value: an empty interval (lo, lo), mass exactly zero.
+          // Apart on c, yet a partner: both paths admit a special value there (the masks above).
+          // Only that value: an empty interval (lo, lo), mass exactly zero.
           const auto& [lo_t, hi_t] = first.intervals[c][interval_g[c]];
           const auto& [lo_s, hi_s] = second.intervals[c][interval_h[c]];
           const std::int32_t lo = std::max(lo_t, lo_s);
@@ -251,10 +244,6 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
         }
         feature_out[n_entries] = static_cast<std::uint8_t>(j);
         interval_out[n_entries++] = static_cast<std::uint16_t>(interval);
-      }
-      if (!meets) {
-        n_entries = entries_before;
-        continue;
       }
       const auto count = static_cast<std::uint8_t>(n_entries - entries_before);
       meet_out[n_meets++] = ProjectedMeet{static_cast<std::uint16_t>(g), static_cast<std::uint16_t>(h), count};
