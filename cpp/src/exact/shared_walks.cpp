@@ -162,7 +162,7 @@ void prepare_variants(const Arena& a, const Noise& noise, const Variant* variant
       if (tree_moments(a, ws, static_cast<std::int64_t>(t), &vt, &bt)) {
         add_compensated(var[w], var_comp[w], vt);
         add_compensated(bias[w], bias_comp[w], bt);
-        for (const std::int32_t n : ws.reached) ws.variant_cmean[static_cast<std::size_t>(n) * nw + w] = ws.cmean[n];
+        for (const std::int32_t n : ws.reached) ws.variant_cmean[w * n_nodes + static_cast<std::size_t>(n)] = ws.cmean[n];
       }
       ws.variant_mu[w * n_trees + t] = ws.mu[t];
       ws.variant_tree_mask[w * n_trees + t] = ws.tree_mask[t];

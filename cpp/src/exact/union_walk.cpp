@@ -35,20 +35,94 @@ constexpr std::size_t kTargetChunks = 64;
 // against 499 s in one; fewer walks cost less).
 constexpr std::size_t kTableBytes = std::size_t{512} << 20;
 
+// Per tree, the features it splits on that share their bit of a feature mask (beyond 64
+// features a bit stands for every feature j with the same j % 64) with another feature it
+// splits on: tree t's at feature[begin[t] .. begin[t + 1]). Empty at up to 64 features.
+struct SharedBitFeatures {
+  std::vector<std::int32_t> begin, feature;
+  explicit SharedBitFeatures(const Arena& a) : begin(static_cast<std::size_t>(a.n_trees()) + 1, 0) {
+    std::vector<std::int64_t> seen(static_cast<std::size_t>(a.n_features), -1);
+    std::vector<std::int32_t> stack, split;
+    for (std::int64_t t = 0; t < a.n_trees() && a.n_features > 64; ++t) {
+      split.clear();
+      stack.assign(1, a.tree_root[t]);
+      std::int32_t per_bit[64] = {};
+      while (!stack.empty()) {
+        const std::int32_t n = stack.back();
+        stack.pop_back();
+        const std::int32_t j = a.feature[n];
+        if (j < 0) continue;
+        if (seen[j] != t) {
+          seen[j] = t;
+          split.push_back(j);
+          ++per_bit[j % 64];
+        }
+        stack.push_back(a.left[n]);
+        stack.push_back(a.right[n]);
+      }
+      for (const std::int32_t j : split) {
+        if (per_bit[j % 64] > 1) feature.push_back(j);
+      }
+      begin[t + 1] = static_cast<std::int32_t>(feature.size());
+    }
+  }
+};
+
 // The pair recursion over the union of the lanes' sets, for the tables prepare_variants built
 // (one lane per walked variant, all of one row).
+//
+// Lanes whose sets agree on the features of trees t and s at the nodes they reach (pass 1's
+// tree masks; lane_classes) walk the pair alike: the same P(box) at every state, the same
+// conditional means and tree means, so the same Cov(f_t, f_s). Each such class of a pair's
+// lanes walks as one lane, its first, within the smallest budget of the class (skipping less
+// than a lane's own budget allows stays certified for it), and the others copy its covariance
+// and skipped bound. XGBoost 100 x depth 6 at d = 100 (trees on about 33 features each): a
+// row's curve has about 60 lanes live per tree pair in 23 classes. The walk's cost follows
+// its live lanes only in part (a state costs about 80 ns with few lanes as with many): one-row
+// curves there 1.2x, CatBoost(200)'s one-row rankings on housing 1.2x (bench/RESULTS.md,
+// session 20).
 class UnionRecursion : LaneWalk {
  public:
+  // `class_budget`: a copy of the lanes' budgets, which the walk overwrites with its classes'.
   UnionRecursion(const Arena& a, const Workspace& tables, const LaneState& state, std::int32_t count,
-                 const double* budget, double* cov, double* skipped)
-      : LaneWalk(a, tables, state, count, budget, cov, skipped, LaneWalk::Cdfs::row), row_(tables.variant_row[0]) {}
+                 const double* budget, double* class_budget, const SharedBitFeatures& shared_bits, double* cov,
+                 double* skipped)
+      : LaneWalk(a, tables, state, count, class_budget, cov, skipped, LaneWalk::Cdfs::row),
+        row_(tables.variant_row[0]), lane_budget_(budget), class_budget_(class_budget), shared_bits_(shared_bits),
+        masks_by_tree_(tables.variant_tree_mask.size()) {
+    const std::size_t n_trees = static_cast<std::size_t>(a.n_trees());
+    for (std::size_t v = 0; v < stride_; ++v) {
+      for (std::size_t t = 0; t < n_trees; ++t) masks_by_tree_[t * stride_ + v] = tables.variant_tree_mask[v * n_trees + t];
+    }
+  }
 
   // Cov(f_t, f_s) of every lane of `live`, added plainly into cov[lane]; the bounds of the
   // states skipped into skipped[lane].
   void covariance(std::int64_t t, std::int64_t s, std::uint64_t live) {
-    begin_pair(t, s, live);
-    rec(a_.tree_root[t], a_.tree_root[s], 0, live, 0, 0, 1.0);
-    end_pair(live);
+    const std::int32_t n_classes = lane_classes(t, s, live);
+    std::uint64_t walked = 0;
+    for (std::int32_t c = 0; c < n_classes; ++c) {
+      const std::uint64_t members = classes_[c];
+      const auto first = static_cast<std::size_t>(lowest_bit(members));
+      double budget = lane_budget_[first];
+      for (std::uint64_t b = members & (members - 1); b != 0; b &= b - 1) {
+        budget = std::min(budget, lane_budget_[lowest_bit(b)]);
+      }
+      class_budget_[first] = budget;
+      walked |= std::uint64_t{1} << first;
+    }
+    begin_pair(t, s, walked);
+    rec(a_.tree_root[t], a_.tree_root[s], 0, walked, 0, 0, 1.0);
+    end_pair(walked);
+    for (std::int32_t c = 0; c < n_classes; ++c) {
+      const std::uint64_t members = classes_[c];
+      const auto first = static_cast<std::size_t>(lowest_bit(members));
+      for (std::uint64_t b = members & (members - 1); b != 0; b &= b - 1) {
+        const auto v = static_cast<std::size_t>(lowest_bit(b));
+        cov_[v] = cov_[first];
+        skipped_[v] += pair_skipped_[first];
+      }
+    }
   }
 
  private:
@@ -127,7 +201,60 @@ class UnionRecursion : LaneWalk {
     });
   }
 
+  // The classes of the lanes of `live` for tree pair (t, s) into classes_ (see the class
+  // comment), each in lane order; returns how many. Lanes walk a tree alike where they perturb
+  // the same features among those at the nodes they reach (their trees' masks of pass 1): from
+  // the root on, every node either reaches is on a feature both perturb or both follow x on.
+  // Beyond 64 features a mask's bit stands for several features, so a class is split further
+  // by each feature the tree splits on whose bit its mask has and another feature of the tree
+  // shares (SharedBitFeatures): a feature whose bit the mask lacks is perturbed by none of its
+  // lanes at a node they reach, and one alone on its bit by all of them. A partition that
+  // depends on the pair and the sets only.
+  std::int32_t lane_classes(std::int64_t t, std::int64_t s, std::uint64_t live) {
+    // The lanes' masks of the two trees, side by side (the tables hold them per lane).
+    const std::uint64_t* mask_t = masks_by_tree_.data() + static_cast<std::size_t>(t) * stride_;
+    const std::uint64_t* mask_s = masks_by_tree_.data() + static_cast<std::size_t>(s) * stride_;
+    std::int32_t n = 0;
+    for (std::uint64_t left = live; left != 0;) {
+      const auto v = static_cast<std::size_t>(lowest_bit(left));
+      const std::uint64_t mt = mask_t[v];
+      const std::uint64_t ms = mask_s[v];
+      std::uint64_t members = 0;
+      for (std::uint64_t b = left; b != 0; b &= b - 1) {
+        const auto w = static_cast<std::size_t>(lowest_bit(b));
+        if (mask_t[w] == mt && mask_s[w] == ms) members |= std::uint64_t{1} << w;
+      }
+      left &= ~members;
+      const std::int32_t first = n;
+      classes_[n++] = members;
+      if (exact_bits_) continue;
+      const std::uint64_t tree_mask[2] = {mt, ms};
+      const std::int64_t trees[2] = {t, s};
+      for (int side = 0; side < 2; ++side) {
+        const std::int64_t tree = trees[side];
+        for (std::int32_t i = shared_bits_.begin[tree]; i < shared_bits_.begin[tree + 1]; ++i) {
+          const std::int32_t j = shared_bits_.feature[i];
+          if (((tree_mask[side] >> (j % 64)) & 1u) == 0) continue;
+          const std::uint64_t perturbing = branch_[j];
+          const std::int32_t before = n;
+          for (std::int32_t c = first; c < before; ++c) {
+            const std::uint64_t in = classes_[c] & perturbing;
+            if (in == 0 || in == classes_[c]) continue;
+            classes_[n++] = classes_[c] & ~perturbing;
+            classes_[c] = in;
+          }
+        }
+      }
+    }
+    return n;
+  }
+
   const double* row_;  // every lane's
+  const double* lane_budget_;  // each lane's own
+  double* class_budget_;       // the walked lane's: its class's smallest
+  const SharedBitFeatures& shared_bits_;
+  std::vector<std::uint64_t> masks_by_tree_;  // [tree][lane]: pass 1's variant_tree_mask
+  std::uint64_t classes_[kMaxVariants];
 };
 
 // One group of lanes (their tables within kTableBytes): pass 1 per lane, the tree pairs in
@@ -141,6 +268,7 @@ void walk_group(const Arena& a, const Noise& noise, const Variant* variants, con
   // One row: every lane reads the row's boundary CDFs (plan_ws.cdf), no copy per lane.
   walk::prepare_variants(a, noise, variants, lanes, n_lanes, plan_ws, bias, var, n_pairs, false);
   for (std::size_t v = 0; v < nl; ++v) budget[v] = walk::skip_budget(tol, bias[v], var[v], n_pairs[v]);
+  const SharedBitFeatures shared_bits(a);
   const std::vector<std::int32_t>& partners = plan_ws.partners;
   const std::vector<std::uint64_t>& pair_live = plan_ws.pair_live;
   const std::size_t per_chunk = std::clamp<std::size_t>(pair_live.size() / kTargetChunks, 1, kMaxPairsPerChunk);
@@ -161,7 +289,9 @@ void walk_group(const Arena& a, const Noise& noise, const Variant* variants, con
     LaneScratch scratch(a, n_lanes);
     double pair_cov[kMaxVariants] = {};
     double chunk_skipped[kMaxVariants] = {};
-    UnionRecursion walk(a, plan_ws, scratch.state(), n_lanes, budget, pair_cov, chunk_skipped);
+    double class_budget[kMaxVariants];
+    std::copy(budget, budget + nl, class_budget);
+    UnionRecursion walk(a, plan_ws, scratch.state(), n_lanes, budget, class_budget, shared_bits, pair_cov, chunk_skipped);
 #ifdef PGEXACT_OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
