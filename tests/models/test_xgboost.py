@@ -123,3 +123,40 @@ def test_predict_accepts_float32_input(cases):
     X32 = X.astype(np.float32)
     m = pgexact.load(c.model)
     np.testing.assert_array_equal(m.predict(X32), m.predict(X32.astype(np.float64)))
+
+
+@pytest.mark.parametrize("name", ["reg", "base_score", "binary", "multi0", "lossguide", "dart", "nan", "rf", "deep"])
+def test_models_in_memory_are_read_from_ubjson_as_from_their_json(cases, name, monkeypatch):
+    """A Booster or wrapper in memory is saved as UBJSON (about 9x faster for XGBoost to write
+    and no decimal text to parse): every output's arena is the one its JSON gives, byte for byte."""
+    from pgexact._models._xgboost import booster_and_iterations, xgboost_outputs
+
+    c = cases(name)
+    booster, n_iterations = booster_and_iterations(c.model)
+    from_json = xgboost_outputs(bytes(booster.save_raw(raw_format="json")), n_iterations, "json")
+    formats = []
+    save_raw = type(booster).save_raw
+    monkeypatch.setattr(type(booster), "save_raw",
+                        lambda self, raw_format="ubj": formats.append(raw_format) or save_raw(self, raw_format))
+    for k in range(from_json.n_outputs):
+        loaded = pgexact.load(c.model, output=k) if from_json.n_outputs > 1 else pgexact.load(c.model)
+        assert loaded._arena.to_bytes() == from_json.select(k)._arena.to_bytes()
+    assert formats and set(formats) == {"ubj"}
+
+
+def test_a_model_splitting_by_category_is_read_from_json(monkeypatch):
+    """Its pandas categories (cats.enc) are read from the JSON text, so it stays on JSON."""
+    import pandas as pd
+    import xgboost as xgb
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=300), "b": pd.Categorical(rng.integers(0, 4, 300))})
+    model = xgb.XGBRegressor(n_estimators=5, max_depth=3, enable_categorical=True, tree_method="hist",
+                             nthread=1).fit(frame, frame["a"] + frame["b"].cat.codes)
+    formats = []
+    save_raw = xgb.Booster.save_raw
+    monkeypatch.setattr(xgb.Booster, "save_raw",
+                        lambda self, raw_format="ubj": formats.append(raw_format) or save_raw(self, raw_format))
+    ens = pgexact.load(model)
+    assert set(formats) == {"json"}
+    assert ens._meta.get("xgboost_categories")

@@ -78,9 +78,9 @@ struct SharedBitFeatures {
 // than a lane's own budget allows stays certified for it), and the others copy its covariance
 // and skipped bound. XGBoost 100 x depth 6 at d = 100 (trees on about 33 features each): a
 // row's curve has about 60 lanes live per tree pair in 23 classes. The walk's cost follows
-// its live lanes only in part (a state costs about 80 ns with few lanes as with many): one-row
-// curves there 1.2x, CatBoost(200)'s one-row rankings on housing 1.2x (bench/RESULTS.md,
-// session 20).
+// its live lanes only in part (a state's own work is much the same with few lanes as with
+// many): one-row curves at d = 100 1.1-1.2x, CatBoost(200)'s one-row rankings on housing
+// 1.1-1.2x (bench/RESULTS.md, session 20).
 class UnionRecursion : LaneWalk {
  public:
   // `class_budget`: a copy of the lanes' budgets, which the walk overwrites with its classes'.

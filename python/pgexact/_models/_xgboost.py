@@ -132,7 +132,13 @@ def _check_against_xgboost(ens: TreeEnsemble, booster: Any, n_iterations: int) -
 def from_xgboost(model: Any) -> ModelOutputs:
     """The outputs of a Booster or scikit-learn wrapper, each checked against XGBoost's margin."""
     booster, n_iterations = booster_and_iterations(model)
-    raw = bytes(booster.save_raw(raw_format="json"))
+    # UBJSON unless the model splits by category: XGBoost writes it about 9x faster than JSON and
+    # the parser reads its floats as binary rather than decimal text, the same values (XGBoost
+    # holds float32; the JSON text round-trips them): XGBoost(500, depth 8) loads in 0.06 s
+    # instead of 0.25 s, a cost every call on a model object pays. The categories of pandas
+    # category columns (cats.enc) are read from the JSON text, so those models stay on JSON.
+    raw_format = "json" if may_split_by_category(booster) else "ubj"
+    raw = bytes(booster.save_raw(raw_format=raw_format))
     names = list(booster.feature_names) if booster.feature_names else None
     return xgboost_outputs(raw, n_iterations, f"xgboost.{type(model).__name__}", names,
                            lambda ens: _check_against_xgboost(ens, booster, n_iterations))
