@@ -136,7 +136,8 @@ void group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, TreeG
 
 bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGrouping& first, const TreeGrouping& second,
                        std::uint64_t C, std::uint64_t split_first, std::uint64_t split_second, bool always,
-                       ProjectedPlan& plan, std::vector<std::int32_t>& entry) {
+                       ProjectedPlan& plan, std::vector<std::int32_t>& entry,
+                       std::vector<std::uint64_t>& partner_masks) {
   plan.clear();
   const auto leaves_t = static_cast<std::int32_t>(first.leaves.size());
   const auto leaves_s = static_cast<std::int32_t>(second.leaves.size());
@@ -163,27 +164,44 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
   if (groups_first > 64 || groups_second > 64) return false;
   const auto n_shared = static_cast<std::size_t>(__builtin_popcountll(C));
   std::int32_t feature_of[64];
-  std::size_t entry_begin[65];
+  std::size_t entry_begin[65], mask_begin[65], n_second[64];
   entry.clear();
+  // Per feature c of C and interval i of the first tree there, three masks over the second
+  // tree's groups: those whose interval on c meets i, and those apart from it whose paths admit
+  // NaN, zero there. A group's partners on c follow from its interval and its own flags alone.
+  partner_masks.clear();
   {
     std::size_t c = 0;
     for (std::uint64_t f = C; f != 0; f &= f - 1, ++c) {
       const std::int32_t j = __builtin_ctzll(f);
       feature_of[c] = j;
       entry_begin[c] = entry.size();
+      mask_begin[c] = partner_masks.size();
+      n_second[c] = second.intervals[c].size();
+      const std::size_t cell = second.interval_first[c];
       for (const auto& [lo_t, hi_t] : first.intervals[c]) {
+        std::uint64_t meet = 0, nan_apart = 0, zero_apart = 0;
+        std::size_t k = 0;
         for (const auto& [lo_s, hi_s] : second.intervals[c]) {
           const std::int32_t lo = std::max(lo_t, lo_s), hi = std::min(hi_t, hi_s);
           if (lo >= hi) {
             entry.push_back(kApart);
+            nan_apart |= second.nan_groups_on[cell + k];
+            zero_apart |= second.zero_groups_on[cell + k];
           } else if (lo == a.feature_bounds_begin[j] && hi == a.feature_bounds_begin[j + 1] - 1) {
             entry.push_back(kLine);
+            meet |= second.groups_on[cell + k];
           } else {
             entry.push_back(static_cast<std::int32_t>(plan.interval_cut.size() / 2));
             plan.interval_cut.push_back(lo);
             plan.interval_cut.push_back(hi);
+            meet |= second.groups_on[cell + k];
           }
+          ++k;
         }
+        partner_masks.push_back(meet);
+        partner_masks.push_back(nan_apart);
+        partner_masks.push_back(zero_apart);
       }
     }
   }
@@ -207,21 +225,12 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
     // paths admit a special value there (the test below, per feature, as bits over h); in
     // increasing h, the order of trying every h.
     std::uint64_t partners = groups_second == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << groups_second) - 1;
-    for (std::size_t c = 0; c < n_shared && partners != 0; ++c) {
+    const std::int32_t* entry_g[64];  // per c, g's row of the meet entries
+    for (std::size_t c = 0; c < n_shared; ++c) {
       const std::int32_t j = feature_of[c];
-      const std::size_t n_s = second.intervals[c].size();
-      const std::int32_t* entry_g = entry.data() + entry_begin[c] + interval_g[c] * n_s;
-      const std::size_t cell = second.interval_first[c];
-      const bool nan_j = ((nan_u >> j) & 1u) != 0, zero_j = ((zero_u >> j) & 1u) != 0;
-      std::uint64_t on_c = 0;
-      for (std::size_t k = 0; k < n_s; ++k) {
-        if (entry_g[k] != kApart) {
-          on_c |= second.groups_on[cell + k];
-        } else {
-          on_c |= (nan_j ? second.nan_groups_on[cell + k] : 0) | (zero_j ? second.zero_groups_on[cell + k] : 0);
-        }
-      }
-      partners &= on_c;
+      entry_g[c] = entry.data() + entry_begin[c] + interval_g[c] * n_second[c];
+      const std::uint64_t* masks = partner_masks.data() + mask_begin[c] + 3 * static_cast<std::size_t>(interval_g[c]);
+      partners &= masks[0] | (((nan_u >> j) & 1u) != 0 ? masks[1] : 0) | (((zero_u >> j) & 1u) != 0 ? masks[2] : 0);
     }
     for (; partners != 0; partners &= partners - 1) {
       const std::int32_t h = __builtin_ctzll(partners);
@@ -229,7 +238,7 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
       const std::size_t entries_before = n_entries;
       for (std::size_t c = 0; c < n_shared; ++c) {
         const std::int32_t j = feature_of[c];
-        std::int32_t interval = entry[entry_begin[c] + interval_g[c] * second.intervals[c].size() + interval_h[c]];
+        std::int32_t interval = entry_g[c][interval_h[c]];
         if (interval == kLine) continue;
         if (interval == kApart) {
           // Apart on c, yet a partner: both paths admit a special value there (the masks above).
@@ -387,7 +396,8 @@ bool Projections::project(std::int64_t t, std::int64_t s, PlanScratch& scratch) 
   const TreeGrouping& first = grouping(t, C, scratch.first);
   const TreeGrouping& second = grouping(s, C, scratch.second);
   return project_tree_pair(arena_, boxes_, first, second, C, features_->split[static_cast<std::size_t>(t)],
-                           features_->split[static_cast<std::size_t>(s)], always, scratch.plan, scratch.entries);
+                           features_->split[static_cast<std::size_t>(s)], always, scratch.plan, scratch.entries,
+                           scratch.partner_masks);
 }
 
 const ProjectedPlan* Projections::get(std::int64_t t, std::int64_t s, PlanScratch& scratch) {

@@ -114,6 +114,7 @@ struct PlanScratch {
   ProjectedPlan plan;
   TreeGrouping first, second;
   std::vector<std::int32_t> entries;  // project_tree_pair's per-feature tables of meet entries
+  std::vector<std::uint64_t> partner_masks;  // and its partner masks per feature and interval
 };
 
 // A plan is used where its items, times this, are fewer than the pairs' (see above); set from
@@ -131,10 +132,12 @@ void group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, TreeG
 
 // Builds the plan of trees t != s, grouped by their boxes on C = the features both cut (first,
 // second), into `plan`; returns whether to use it: unless `always`, where it costs less than
-// the pairs. `split_first`, `split_second`: the features each tree splits on.
+// the pairs. `split_first`, `split_second`: the features each tree splits on; `entries`,
+// `partner_masks`: the caller's scratch.
 bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGrouping& first, const TreeGrouping& second,
                        std::uint64_t C, std::uint64_t split_first, std::uint64_t split_second, bool always,
-                       ProjectedPlan& plan, std::vector<std::int32_t>& entries);
+                       ProjectedPlan& plan, std::vector<std::int32_t>& entries,
+                       std::vector<std::uint64_t>& partner_masks);
 
 // A thread's group sums of projected tree pairs in a sweep (TreeGroupSums). A tree's sums depend
 // only on the tree, the features C it shares with the other and the vector of rows, so the
