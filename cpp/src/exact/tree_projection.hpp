@@ -118,8 +118,13 @@ struct PlanScratch {
 };
 
 // A plan is used where its items, times this, are fewer than the pairs' (see above); set from
-// measurements (bench/RESULTS.md, session 17).
-inline constexpr double kProjectedWeight = 2.0;
+// measurements (bench/RESULTS.md, sessions 17 and 20). 2.0 until the group sums were kept for
+// a tree's other pairs with the same C (session 18: a pair's leaves are then mostly not summed
+// again) and plans found partners as bits: at 0.75, CatBoost(1000)'s 16-row PGI² took 5.7
+// against 7.5 s and its 8-row ranking 13.2 against 14.9 s, CatBoost(200)'s 64-row PGI² 0.8-0.9
+// against 0.9-1.3 s, the other models alike (every plan buildable made XGBoost's and LightGBM's
+// rankings twice as slow).
+inline constexpr double kProjectedWeight = 0.75;
 
 // Per tree: the features its leaves' boxes cut, and every feature it splits on.
 struct TreeFeatures {
