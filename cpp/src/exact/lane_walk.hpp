@@ -82,7 +82,8 @@ class LaneWalk {
       : a_(a), tables_(tables), p_levels_(state.p), exact_bits_(a.n_features <= 64),
         stride_(static_cast<std::size_t>(count)), rows_(tables.variant_row.data()),
         branch_(tables.variant_branch.data()), features_(tables.variant_features.data()),
-        cmean_(tables.variant_cmean.data()), n_nodes_(static_cast<std::size_t>(a.n_nodes())), cdf_(cdfs == Cdfs::row ? tables.cdf.data() : tables.variant_cdf.data()),
+        cmean_(tables.variant_cmean.data()), n_nodes_(static_cast<std::size_t>(a.n_nodes())),
+        cdf_(cdfs == Cdfs::row ? tables.cdf.data() : tables.variant_cdf.data()),
         cdf_stride_(cdfs == Cdfs::row ? 1 : stride_), cdf_lane_(cdfs == Cdfs::row ? 0 : ~std::size_t{0}), budget_(budget), cov_(cov),
         skipped_(skipped), box_lo_(state.box_lo), box_hi_(state.box_hi) {
     region_lo_[0] = state.region_lo[0];
@@ -344,7 +345,7 @@ class LaneWalk {
   const std::uint64_t* branch_;    // per feature: the lanes perturbing it
   const std::uint64_t* features_;  // per lane: the features it perturbs
   const double* cmean_;            // [lane][node]: a lane's rows of a tree pair stay in cache
-  std::size_t n_nodes_;
+  std::size_t n_nodes_;            // a lane's row of cmean_
   const Cdf* cdf_;                 // [boundary][lane], or [boundary] for Cdfs::row
   std::size_t cdf_stride_;         // lanes per boundary in cdf_
   std::size_t cdf_lane_;           // lane v's column: v & cdf_lane_
