@@ -83,18 +83,14 @@ struct SharedBitFeatures {
 // 1.1-1.2x (bench/RESULTS.md, session 20).
 class UnionRecursion : LaneWalk {
  public:
-  // `class_budget`: a copy of the lanes' budgets, which the walk overwrites with its classes'.
+  // `class_budget`: a copy of the lanes' budgets, which the walk overwrites with its classes';
+  // `masks_by_tree`: pass 1's tree masks as [tree][lane] (walk_group).
   UnionRecursion(const Arena& a, const Workspace& tables, const LaneState& state, std::int32_t count,
-                 const double* budget, double* class_budget, const SharedBitFeatures& shared_bits, double* cov,
-                 double* skipped)
+                 const double* budget, double* class_budget, const SharedBitFeatures& shared_bits,
+                 const std::uint64_t* masks_by_tree, double* cov, double* skipped)
       : LaneWalk(a, tables, state, count, class_budget, cov, skipped, LaneWalk::Cdfs::row),
         row_(tables.variant_row[0]), lane_budget_(budget), class_budget_(class_budget), shared_bits_(shared_bits),
-        masks_by_tree_(tables.variant_tree_mask.size()) {
-    const std::size_t n_trees = static_cast<std::size_t>(a.n_trees());
-    for (std::size_t v = 0; v < stride_; ++v) {
-      for (std::size_t t = 0; t < n_trees; ++t) masks_by_tree_[t * stride_ + v] = tables.variant_tree_mask[v * n_trees + t];
-    }
-  }
+        masks_by_tree_(masks_by_tree) {}
 
   // Cov(f_t, f_s) of every lane of `live`, added plainly into cov[lane]; the bounds of the
   // states skipped into skipped[lane].
@@ -212,8 +208,8 @@ class UnionRecursion : LaneWalk {
   // depends on the pair and the sets only.
   std::int32_t lane_classes(std::int64_t t, std::int64_t s, std::uint64_t live) {
     // The lanes' masks of the two trees, side by side (the tables hold them per lane).
-    const std::uint64_t* mask_t = masks_by_tree_.data() + static_cast<std::size_t>(t) * stride_;
-    const std::uint64_t* mask_s = masks_by_tree_.data() + static_cast<std::size_t>(s) * stride_;
+    const std::uint64_t* mask_t = masks_by_tree_ + static_cast<std::size_t>(t) * stride_;
+    const std::uint64_t* mask_s = masks_by_tree_ + static_cast<std::size_t>(s) * stride_;
     std::int32_t n = 0;
     for (std::uint64_t left = live; left != 0;) {
       const auto v = static_cast<std::size_t>(lowest_bit(left));
@@ -253,7 +249,7 @@ class UnionRecursion : LaneWalk {
   const double* lane_budget_;  // each lane's own
   double* class_budget_;       // the walked lane's: its class's smallest
   const SharedBitFeatures& shared_bits_;
-  std::vector<std::uint64_t> masks_by_tree_;  // [tree][lane]: pass 1's variant_tree_mask
+  const std::uint64_t* masks_by_tree_;  // [tree][lane]: pass 1's variant_tree_mask
   std::uint64_t classes_[kMaxVariants];
 };
 
@@ -268,7 +264,17 @@ void walk_group(const Arena& a, const Noise& noise, const Variant* variants, con
   // One row: every lane reads the row's boundary CDFs (plan_ws.cdf), no copy per lane.
   walk::prepare_variants(a, noise, variants, lanes, n_lanes, plan_ws, bias, var, n_pairs, false);
   for (std::size_t v = 0; v < nl; ++v) budget[v] = walk::skip_budget(tol, bias[v], var[v], n_pairs[v]);
+  // What the lane classes read, built once for the threads: the trees' features that share a
+  // mask bit, and pass 1's tree masks [lane][tree] laid out [tree][lane] (a pair reads its two
+  // trees' masks of every lane side by side).
   const SharedBitFeatures shared_bits(a);
+  const std::size_t n_tree_masks = static_cast<std::size_t>(a.n_trees());
+  std::vector<std::uint64_t> masks_by_tree(nl * n_tree_masks);
+  for (std::size_t v = 0; v < nl; ++v) {
+    for (std::size_t t = 0; t < n_tree_masks; ++t) {
+      masks_by_tree[t * nl + v] = plan_ws.variant_tree_mask[v * n_tree_masks + t];
+    }
+  }
   const std::vector<std::int32_t>& partners = plan_ws.partners;
   const std::vector<std::uint64_t>& pair_live = plan_ws.pair_live;
   const std::size_t per_chunk = std::clamp<std::size_t>(pair_live.size() / kTargetChunks, 1, kMaxPairsPerChunk);
@@ -291,7 +297,8 @@ void walk_group(const Arena& a, const Noise& noise, const Variant* variants, con
     double chunk_skipped[kMaxVariants] = {};
     double class_budget[kMaxVariants];
     std::copy(budget, budget + nl, class_budget);
-    UnionRecursion walk(a, plan_ws, scratch.state(), n_lanes, budget, class_budget, shared_bits, pair_cov, chunk_skipped);
+    UnionRecursion walk(a, plan_ws, scratch.state(), n_lanes, budget, class_budget, shared_bits, masks_by_tree.data(),
+                        pair_cov, chunk_skipped);
 #ifdef PGEXACT_OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
