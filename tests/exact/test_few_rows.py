@@ -110,14 +110,23 @@ def test_which_calls_take_the_walks(small, deep):
     # projected onto shared features (tree_projection.hpp) make the leaf pairs' side faster
     assert [core_exact.few_rows_on_walks(cat._arena, c.perturbation, n, Call.greedy)
             for n in (2, 4, 8, 9)] == [False, False, False, False]
-    # a curve of one row of complete trees of 64 leaves (CatBoost's default depth, the deepest
-    # projected) takes the projected pairs: the bits of that row in a larger call
+    # complete trees too deep to be projected (over 64 leaves) rank like any others: one or two
+    # rows on the walks
+    cat8 = pgexact.load(CatBoostRegressor(iterations=3, depth=8, verbose=0, thread_count=1, random_seed=0,
+                                          allow_writing_files=False).fit(X[:300], X[:300, 0]))
+    assert cat8.n_leaves == cat8.n_trees * 2 ** 8
+    c8 = prepare_call(cat8, X[:1], n_jobs=1)
+    assert [core_exact.few_rows_on_walks(cat8._arena, c8.perturbation, n, Call.greedy)
+            for n in (1, 2, 3)] == [True, True, False]
+    # a curve or a greedy ranking of one row of complete trees of 64 leaves (CatBoost's default
+    # depth, the deepest projected) takes the projected pairs: the bits of that row in a larger
+    # call
     cat6 = pgexact.load(CatBoostRegressor(iterations=12, depth=6, verbose=0, thread_count=1, random_seed=0,
                                           allow_writing_files=False).fit(X[:300], X[:300, 0] * X[:300, 1]))
     assert cat6.n_leaves == cat6.n_trees * 64
     c6 = prepare_call(cat6, X[:1], n_jobs=1)
     assert [core_exact.few_rows_on_walks(cat6._arena, c6.perturbation, 1, k)
-            for k in (Call.set, Call.curve, Call.greedy)] == [True, False, True]
+            for k in (Call.set, Call.curve, Call.greedy)] == [True, False, False]
     rk = np.array([np.random.default_rng(i).permutation(X.shape[1]) for i in range(5)])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -127,6 +136,14 @@ def test_which_calls_take_the_walks(small, deep):
             np.testing.assert_array_equal(one[0], five[i])
             walked = prepare_call(cat6, X[i:i + 1], n_jobs=1).pg2_curve(rk[i:i + 1], kernel=Kernel.walks)
             _close(one[0], walked[0], 2e-13)
+        five_ranked = prepare_call(cat6, X[:5], n_jobs=2).greedy_rank()
+        for i in range(5):
+            one = prepare_call(cat6, X[i:i + 1], n_jobs=1).greedy_rank()
+            np.testing.assert_array_equal(one[0][0], five_ranked[0][i])
+            np.testing.assert_array_equal(one[1][0], five_ranked[1][i])
+            walked = prepare_call(cat6, X[i:i + 1], n_jobs=1).greedy_rank(kernel=Kernel.walks)
+            np.testing.assert_array_equal(one[0], walked[0])
+            _close(one[1], walked[1], 2e-13)
     rows = X[:8]
     with warnings.catch_warnings():  # σ against the spread of eight rows: not the point here
         warnings.simplefilter("ignore", UserWarning)
@@ -267,10 +284,13 @@ def test_greedy_tail_against_the_reference(seed):
         with warnings.catch_warnings():  # σ against the spread of two rows: not the point here
             warnings.simplefilter("ignore", UserWarning)
             call = prepare_call(ens, rows[:n], sigma=sigma, noise=noise, n_jobs=1)
-        # complete trees (CatBoost's, and boosted trees that happen to be complete) take the walks
-        # for one row only (their projected tree pairs are faster from two: few_rows.cpp)
-        complete = ens.n_leaves == ens.n_trees * 2 ** ens._arena.max_depth
-        assert core_exact.few_rows_on_walks(ens._arena, call.perturbation, n, Call.greedy) == (n == 1 or not complete)
+        # complete trees (CatBoost's, and boosted trees that happen to be complete) of fewer than
+        # 64 leaves take the walks for one row only, of 64 leaves never (their projected tree
+        # pairs are faster: few_rows.cpp); deeper ones like any others
+        leaves = 2 ** ens._arena.max_depth
+        complete = ens.n_leaves == ens.n_trees * leaves
+        on_walks = (n == 1 and leaves < 64) if complete and leaves <= 64 else True
+        assert core_exact.few_rows_on_walks(ens._arena, call.perturbation, n, Call.greedy) == on_walks
         order, curve = call.greedy_rank()
         ref_order, ref_curve = core_exact.greedy_rank(ens._arena, rows[:n], call.perturbation, 1, Kernel.reference)
         np.testing.assert_array_equal(order, ref_order)

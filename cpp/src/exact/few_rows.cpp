@@ -34,13 +34,20 @@ bool few_rows_on_walks(const Arena& a, const Noise& noise, std::int64_t n_rows, 
     // One row's sets and curves, whatever the trees, on one walk over the union of its sets.
     return n_rows == 1;
   }
-  // Greedy rankings: the projected pairs are faster from two rows on (1 thread, walks against
-  // projected pairs, CatBoost(200) on housing 1 / 2 / 8 rows 0.51 / 1.11 / 4.27 s against 0.63
-  // / 0.69 / 0.86 s, CatBoost(1000) 1 / 2 rows 12.5 / 27.1 s against 22.2 / 23.0 s; with each
-  // pair's group sums reused, one row 0.50 / 12.2 s against 0.48 / 13.8 s: even). Other models'
-  // walks lose past two (XGBoost 0.98 at 4 rows, LightGBM 0.85, RandomForest(20,
+  // Greedy rankings. Complete trees of at most 64 leaves are projected on the leaf pairs'
+  // side; since each pair's group sums are reused and plans find partners as bits (sessions 18
+  // and 20), one row of CatBoost's default depth 6 ranks faster there (1 thread, housing, walks
+  // against projected pairs: CatBoost(200) 0.60-0.71 / 0.41-0.45 s, CatBoost(1000) 18.7 / 11.3
+  // s), depth 4 and 5 still on the walks (200 trees: 0.125 / 0.155 s, 0.27-0.29 / 0.26-0.28 s), and
+  // from two rows on the projected pairs win at every depth they take (2 rows of depth 4 / 5:
+  // 0.22 / 0.57 s on the walks against 0.14 / 0.31 s). Deeper complete trees are not projected
+  // and rank like any others (depth 8, 2 rows: 7.8 s on the walks against 14.6 s). Other
+  // models' walks lose past two rows (XGBoost 0.98 at 4 rows, LightGBM 0.85, RandomForest(20,
   // max_depth=10) 0.57 at 3 rows; unbounded forests of 3-5 trees gain up to six).
-  return n_rows <= (complete ? 1 : 2);
+  if (complete && (std::int64_t{1} << a.max_depth) <= kMaxProjectedLeaves) {
+    return (std::int64_t{1} << a.max_depth) < kMaxProjectedLeaves && n_rows == 1;
+  }
+  return n_rows <= 2;
 }
 
 std::int64_t few_rows_chunk(const Arena& a, std::int64_t count, int n_threads) {

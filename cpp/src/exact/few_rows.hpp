@@ -13,10 +13,11 @@
 //   the projected pairs sum faster: few_rows.cpp). Its threads share the tree pairs, so a
 //   second thread helps (1.5-2x on boosting models; the shared walks could only share a row's
 //   prefixes, and lost on CatBoost's trees);
-// - a greedy ranking of at most two rows (one of complete trees, CatBoost's oblivious ones,
-//   whose projected tree pairs make the leaf pairs faster from two rows: few_rows.cpp)
-//   takes a union walk per row and step, its lanes the step's candidates S + {j}: leaf pairs
-//   over the shared walks that took them before, one row, 2.5 (XGBoost), 1.9 (LightGBM), 5.7
+// - a greedy ranking of at most two rows takes a union walk per row and step (of complete
+//   trees of at most 64 leaves, CatBoost's oblivious ones, whose tree pairs the leaf pairs'
+//   side projects: one row of depth 4 or 5, none of CatBoost's default depth 6, few_rows.cpp),
+//   its lanes the step's candidates S + {j}: leaf pairs over the shared walks that took them
+//   before, one row, 2.5 (XGBoost), 1.9 (LightGBM), 5.7
 //   (CatBoost(200)), 1.9 (RandomForest(20, max_depth=10)); two rows 1.4, 1.1, 3.7, 1.1; four
 //   rows of CatBoost(200) 2.3 / 1.85 with one / two threads; the union walk is 1.2x faster
 //   than the shared walks on one row of XGBoost 100 x depth 6, 1.0-1.2x on CatBoost(200) (1-4
