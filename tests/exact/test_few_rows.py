@@ -118,9 +118,15 @@ def test_which_calls_take_the_walks(small, deep):
     c8 = prepare_call(cat8, X[:1], n_jobs=1)
     assert [core_exact.few_rows_on_walks(cat8._arena, c8.perturbation, n, Call.greedy)
             for n in (1, 2, 3)] == [True, True, False]
-    # a curve or a greedy ranking of one row of complete trees of 64 leaves (CatBoost's default
-    # depth, the deepest projected) takes the projected pairs: the bits of that row in a larger
-    # call
+    # a curve or a greedy ranking of one row of complete trees of 32 or 64 leaves (CatBoost's
+    # depth 5 and its default 6, the deepest projected) takes the projected pairs: the bits of
+    # that row in a larger call
+    cat5 = pgexact.load(CatBoostRegressor(iterations=4, depth=5, verbose=0, thread_count=1, random_seed=0,
+                                          allow_writing_files=False).fit(X[:300], X[:300, 0]))
+    assert cat5.n_leaves == cat5.n_trees * 32
+    c5 = prepare_call(cat5, X[:1], n_jobs=1)
+    assert [core_exact.few_rows_on_walks(cat5._arena, c5.perturbation, n, k)
+            for n in (1, 2) for k in (Call.set, Call.curve, Call.greedy)] == [True, False, False] + [False] * 3
     cat6 = pgexact.load(CatBoostRegressor(iterations=12, depth=6, verbose=0, thread_count=1, random_seed=0,
                                           allow_writing_files=False).fit(X[:300], X[:300, 0] * X[:300, 1]))
     assert cat6.n_leaves == cat6.n_trees * 64
@@ -285,11 +291,11 @@ def test_greedy_tail_against_the_reference(seed):
             warnings.simplefilter("ignore", UserWarning)
             call = prepare_call(ens, rows[:n], sigma=sigma, noise=noise, n_jobs=1)
         # complete trees (CatBoost's, and boosted trees that happen to be complete) of fewer than
-        # 64 leaves take the walks for one row only, of 64 leaves never (their projected tree
-        # pairs are faster: few_rows.cpp); deeper ones like any others
+        # 32 leaves take the walks for one row only, of 32 or 64 leaves never (their projected
+        # tree pairs are faster: few_rows.cpp); deeper ones like any others
         leaves = 2 ** ens._arena.max_depth
         complete = ens.n_leaves == ens.n_trees * leaves
-        on_walks = (n == 1 and leaves < 64) if complete and leaves <= 64 else True
+        on_walks = (n == 1 and leaves < 32) if complete and leaves <= 64 else True
         assert core_exact.few_rows_on_walks(ens._arena, call.perturbation, n, Call.greedy) == on_walks
         order, curve = call.greedy_rank()
         ref_order, ref_curve = core_exact.greedy_rank(ens._arena, rows[:n], call.perturbation, 1, Kernel.reference)

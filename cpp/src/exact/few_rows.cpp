@@ -17,36 +17,35 @@ namespace pgexact {
 bool few_rows_on_walks(const Arena& a, const Noise& noise, std::int64_t n_rows, FewRowsCall call) {
   if (n_rows < 1 || noise.has_categorical() || !shares_walks(a, Pruning::Full)) return false;
   // Complete trees: CatBoost's oblivious trees, laid out as complete trees. Their tree pairs
-  // are projected onto shared features on the leaf pairs' side (tree_projection.hpp).
+  // are projected onto shared features on the leaf pairs' side (tree_projection.hpp), and each
+  // tree's group sums are reused by its other pairs. Of 32 or 64 leaves (CatBoost's depth 5
+  // and its default 6), one row's curve and greedy ranking sum faster there than on the walks
+  // (1 thread, housing, walks against projected pairs; session 18, then session 21 after plans
+  // found partners as bits):
+  // - curves: depth 6 with 50 / 100 / 200 / 1000 trees 0.014 / 0.059 / 0.227 / 6.1 s against
+  //   0.013 / 0.054 / 0.197 / 3.5 s; depth 5 (200 trees) 150-155 against 85-89 ms, but depth 4
+  //   52 against 62 ms; depth 8 (not projected) 1.47 s against 2.30 s;
+  // - greedy rankings of one row: CatBoost(200) 0.60-0.71 against 0.41-0.45 s, CatBoost(1000)
+  //   18.7 against 11.3 s, depth 5 even (0.27-0.29 against 0.26-0.28 s), depth 4 0.125 against
+  //   0.155 s; of two rows the projected pairs win at every depth they take (depth 4 / 5: 0.22 /
+  //   0.57 s on the walks against 0.14 / 0.31 s).
+  // Their one-row sets stay on the walks (a union walk skips the trees that split on no feature
+  // of the set: a set of 3 of CatBoost(1000)'s 8 features 0.35 s against 2.4 s). Deeper
+  // complete trees are not projected and take the walks like any others (depth 8, a greedy
+  // ranking of 2 rows: 7.8 s on the walks against 14.6 s).
   const bool complete = a.max_depth < 31 && a.n_leaves() == (a.n_trees() << a.max_depth);
-  if (call == FewRowsCall::Curve && complete && (std::int64_t{1} << a.max_depth) == kMaxProjectedLeaves) {
-    // One row's curve of complete trees of 64 leaves (CatBoost's default depth, the deepest
-    // projected) on the projected pairs, whose groups' sums each pair reuses (session 18):
-    // union walk against projected pairs, housing, 1 thread, CatBoost depth 6 with 50 / 100 /
-    // 200 / 1000 trees 0.014 / 0.059 / 0.227 / 6.1 s against 0.013 / 0.054 / 0.197 / 3.5 s;
-    // depth 4 and 5 (200 trees) 0.034 and 0.088 s against 0.059 and 0.099 s, depth 8 (not
-    // projected) 1.47 s against 2.30 s; its sets stay on the walks (a union walk skips the
-    // trees that split on no feature of the set: a set of 3 of CatBoost(1000)'s 8 features
-    // 0.35 s against 2.4 s).
-    return false;
-  }
+  const std::int64_t leaves = complete ? std::int64_t{1} << a.max_depth : 0;
+  const bool projected_faster = complete && leaves >= kMaxProjectedLeaves / 2 && leaves <= kMaxProjectedLeaves;
+  if (call == FewRowsCall::Curve && projected_faster) return false;
   if (call != FewRowsCall::Greedy) {
     // One row's sets and curves, whatever the trees, on one walk over the union of its sets.
     return n_rows == 1;
   }
-  // Greedy rankings. Complete trees of at most 64 leaves are projected on the leaf pairs'
-  // side; since each pair's group sums are reused and plans find partners as bits (sessions 18
-  // and 20), one row of CatBoost's default depth 6 ranks faster there (1 thread, housing, walks
-  // against projected pairs: CatBoost(200) 0.60-0.71 / 0.41-0.45 s, CatBoost(1000) 18.7 / 11.3
-  // s), depth 4 and 5 still on the walks (200 trees: 0.125 / 0.155 s, 0.27-0.29 / 0.26-0.28 s), and
-  // from two rows on the projected pairs win at every depth they take (2 rows of depth 4 / 5:
-  // 0.22 / 0.57 s on the walks against 0.14 / 0.31 s). Deeper complete trees are not projected
-  // and rank like any others (depth 8, 2 rows: 7.8 s on the walks against 14.6 s). Other
-  // models' walks lose past two rows (XGBoost 0.98 at 4 rows, LightGBM 0.85, RandomForest(20,
-  // max_depth=10) 0.57 at 3 rows; unbounded forests of 3-5 trees gain up to six).
-  if (complete && (std::int64_t{1} << a.max_depth) <= kMaxProjectedLeaves) {
-    return (std::int64_t{1} << a.max_depth) < kMaxProjectedLeaves && n_rows == 1;
-  }
+  // Greedy rankings: other models' walks lose past two rows (XGBoost 0.98 at 4 rows, LightGBM
+  // 0.85, RandomForest(20, max_depth=10) 0.57 at 3 rows; unbounded forests of 3-5 trees gain up
+  // to six).
+  if (projected_faster) return false;
+  if (complete && leaves < kMaxProjectedLeaves / 2) return n_rows == 1;
   return n_rows <= 2;
 }
 

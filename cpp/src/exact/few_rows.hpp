@@ -9,13 +9,13 @@
 //   XGBoost(max_depth=8) 3.0, LightGBM default 2.9, LightGBM(num_leaves=255) 2.1,
 //   CatBoost(200) 1.8, RandomForest(5) unbounded 1.6, RandomForest(max_depth=10) 1.1,
 //   RandomForest(20, max_depth=10) 1.1; 1.2-1.5x faster than the shared walks of the prefixes
-//   (except a one-row curve of complete trees of 64 leaves, CatBoost's default depth, which
-//   the projected pairs sum faster: few_rows.cpp). Its threads share the tree pairs, so a
+//   (except a one-row curve of complete trees of 32 or 64 leaves, CatBoost's depth 5 and its
+//   default 6, which the projected pairs sum faster: few_rows.cpp). Its threads share the tree pairs, so a
 //   second thread helps (1.5-2x on boosting models; the shared walks could only share a row's
 //   prefixes, and lost on CatBoost's trees);
 // - a greedy ranking of at most two rows takes a union walk per row and step (of complete
 //   trees of at most 64 leaves, CatBoost's oblivious ones, whose tree pairs the leaf pairs'
-//   side projects: one row of depth 4 or 5, none of CatBoost's default depth 6, few_rows.cpp),
+//   side projects: one row of depth 4, none of depth 5 or CatBoost's default 6, few_rows.cpp),
 //   its lanes the step's candidates S + {j}: leaf pairs over the shared walks that took them
 //   before, one row, 2.5 (XGBoost), 1.9 (LightGBM), 5.7
 //   (CatBoost(200)), 1.9 (RandomForest(20, max_depth=10)); two rows 1.4, 1.1, 3.7, 1.1; four

@@ -158,7 +158,7 @@ class PreparedCall:
 
     def greedy_on_walks(self) -> bool:
         """Whether the greedy ranking of these rows runs on the union walks (one or two rows;
-        of CatBoost's complete trees one row of depth 4 or 5, none of depth 6: kernels.hpp's
+        of CatBoost's complete trees one row of depth 4, none of depth 5 or 6: kernels.hpp's
         few_rows_on_walks)."""
         return self._kernel(Kernel.pairs, _FewRowsCall.greedy) == Kernel.pairs and \
             bool(_core.exact.few_rows_on_walks(self.ensemble._arena, self.perturbation, self.n_rows,

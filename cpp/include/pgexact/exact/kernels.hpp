@@ -173,8 +173,9 @@ void pg2_variants(const Arena& arena, const Noise& noise, const Variant* variant
 // Calls of one or two rows that Pruning::Full runs on the walks, which cost per row, rather
 // than on the leaf pairs, whose enumeration costs per block of up to eight rows (few_rows.hpp
 // has the measurements): sets and curves of one row, on one walk over the union of the row's
-// sets; greedy rankings of at most two rows (of complete trees of at most 64 leaves: one row
-// of fewer than 64, none of 64) on a union walk per row and step (the last steps' in one,
+// sets (but curves of complete trees of 32 or 64 leaves on the projected pairs); greedy
+// rankings of at most two rows (of complete trees of at most 64 leaves: one row of fewer than
+// 32, none of 32 or 64) on a union walk per row and step (the last steps' in one,
 // greedy_tail.hpp);
 // never with a feature perturbed by category. `n_rows`: the rows of the whole call.
 enum class FewRowsCall : std::uint8_t { Set, Curve, Greedy };
