@@ -10,6 +10,7 @@
 #include "convert.hpp"
 #include "interruptible.hpp"
 #include "pgexact/exact/kernels.hpp"
+#include "pgexact/exact/pair_kernel.hpp"
 #include "pgexact/exact/ranking.hpp"
 
 namespace pgexact::bindings {
@@ -64,6 +65,11 @@ void register_kernels(py::module_& m) {
       },
       py::arg("arena"), py::arg("perturbation"), py::arg("n_rows"), py::arg("call"),
       "Whether Kernel.pairs runs a call of n_rows rows of this kind on the walks (kernels.hpp).");
+  m.def(
+      "pg2_planning_share",
+      [](const Arena& a, const Noise& noise, std::int64_t n_rows) { return pg2_planning_share(a, noise, n_rows); },
+      py::arg("arena"), py::arg("perturbation"), py::arg("n_rows"),
+      "The share of a leaf-pair pg2 call's progress units that plan its projected tree pairs (pair_kernel.hpp).");
 
   m.def(
       "pg2",

@@ -240,9 +240,13 @@ def test_rank_estimate_has_a_floor_of_full_passes(monkeypatch):
         n_rows = 2
         walks = False
         first_row_only = False
+        planning = 0.0
 
         def greedy_on_walks(self):
             return self.walks
+
+        def planning_share(self):
+            return self.planning
 
         def rows(self, start, stop):
             assert (start, stop) == (0, 1)
@@ -262,6 +266,11 @@ def test_rank_estimate_has_a_floor_of_full_passes(monkeypatch):
     assert _estimate._calibrate(Call(), "pgi2", None) == 0.4 * 8 * 2.0  # no ranking: greedy
     assert _estimate._calibrate(Call(), "pg2", None) == 2.0
     assert seen == [("rank", False), ("pg2", False), ("rank", False), ("pg2", False), ("pg2", False)]
+    # the share of the pass that plans projected tree pairs is paid once, not per candidate
+    planned = Call()
+    planned.planning = 0.25
+    assert _estimate._calibrate(planned, "rank", None) == 2.0 * (0.25 + 0.75 * 0.4 * 8)
+    seen.clear()
     # a ranking of one or two rows on the union walks: at least two walks of every feature per
     # row (about what the walk of each row's last steps costs), calibrated on the first row
     # alone (whose set takes the union walk, with progress within the walk)
@@ -314,3 +323,42 @@ def test_greedy_on_walks_follows_the_rows(reg_model, data):
     assert not prepare_call(reg_model, X[:3]).greedy_on_walks()
     with block_of_call(len(X)):
         assert not prepare_call(reg_model, X[:1]).greedy_on_walks()
+
+
+def test_first_sweep_counts_the_planning_of_projected_pairs():
+    """Where tree pairs may be projected, the first sweep of a leaf-pair call also plans them
+    (about 0.8 of a sweep over one lane vector): its progress counts that, so that the call's
+    rate is even and pgexact.estimate's look at its start holds for the rest. The units are
+    planned up front and all done by the end; pg2_planning_share is their share."""
+    from catboost import CatBoostRegressor
+    from pgexact import _core
+    from pgexact._exact._kernels import Kernel
+    from pgexact._exact._prepare import prepare_call
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 8))
+    y = X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) + X[:, 3:].sum(axis=1)
+    n_trees, leaves = 12, 64
+    cat = pgexact.load(CatBoostRegressor(iterations=n_trees, depth=6, verbose=0, thread_count=1, random_seed=0,
+                                         allow_writing_files=False).fit(X, y))
+    assert cat.n_leaves == n_trees * leaves
+    sweep = (n_trees * n_trees * leaves * leaves + n_trees * leaves * leaves) // 2
+    planning = round(0.8 * leaves * leaves) * n_trees * (n_trees - 1) // 2  # one lane vector
+    call = prepare_call(cat, X[:1], n_jobs=1)
+    share = _core.exact.pg2_planning_share(cat._arena, call.perturbation, 1)
+    assert share == pytest.approx(planning / (sweep + planning), rel=1e-12)
+    reports = []
+    call.progress.stage = lambda: lambda done, total: reports.append((done, total))
+    call.pg2(np.ones(X.shape[1], dtype=np.uint8), kernel=Kernel.leaf_pairs)
+    assert reports and all(total == sweep + planning for _, total in reports)
+    assert reports[-1][0] == sweep + planning
+    # more rows weigh the same planning against more lane vectors
+    shares = [_core.exact.pg2_planning_share(cat._arena, call.perturbation, n) for n in (1, 8, 16, 64)]
+    assert shares[0] == shares[1] > shares[2] > shares[3] > 0
+    # nothing to plan: deep trees, or a feature perturbed by category
+    forest = pgexact.load(__import__("sklearn.ensemble", fromlist=["RandomForestRegressor"])
+                          .RandomForestRegressor(n_estimators=3, random_state=0).fit(X, X[:, 0]))
+    assert _core.exact.pg2_planning_share(forest._arena, prepare_call(forest, X[:1]).perturbation, 1) == 0.0
+    rows = np.abs(np.round(X[:1]))
+    categorical = prepare_call(cat, rows, noise=[pgexact.noise.categorical(0.3, [0, 1, 2])] + ["normal"] * 7)
+    assert _core.exact.pg2_planning_share(cat._arena, categorical.perturbation, 1) == 0.0

@@ -50,6 +50,18 @@ bool pairs_apply(const Arena& a) {
   return a.n_outputs == 1 && a.n_features >= 1 && a.n_features <= 64 && a.max_depth <= 256;
 }
 
+double pg2_planning_share(const Arena& a, const Noise& noise, std::int64_t n_rows) {
+  // As pg2_pairs_impl plans its progress (PairSweep::plan_sweeps), without its pair cache.
+  // Projections are off where a feature is perturbed by category (Projections).
+  if (n_rows < 1 || !pairs_apply(a) || noise.has_categorical()) return 0.0;
+  const LeafBoxes boxes(a);
+  const std::int64_t block = block_rows(a, boxes, 2);
+  const double share = planning_share(Projections(a, boxes).may_project(), block_vectors(block, n_rows));
+  const SweepUnits units = sweep_units(boxes, share);
+  const std::int64_t total = (n_rows + block - 1) / block * units.sweep + units.planning;
+  return total > 0 ? static_cast<double>(units.planning) / static_cast<double>(total) : 0.0;
+}
+
 namespace {
 
 // The passes for a list of leaf pairs and for a projected tree pair (tree_projection.hpp), by the
@@ -133,7 +145,7 @@ void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::in
   std::vector<std::int64_t> failed;
   std::vector<std::uint64_t> sets;
   const std::int64_t block = block_rows(a, boxes, 2);
-  sweep.plan_sweeps((n_rows + block - 1) / block);
+  sweep.plan_sweeps((n_rows + block - 1) / block, block_vectors(block, n_rows));
   for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
     fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
@@ -216,7 +228,7 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
   std::vector<std::uint64_t> sets;  // see CurveSets
   std::vector<std::int64_t> enters;
   const std::int64_t block = block_rows(a, boxes, 2 * n_steps);
-  sweep.plan_sweeps((n_rows + block - 1) / block);
+  sweep.plan_sweeps((n_rows + block - 1) / block, block_vectors(block, n_rows));
   for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
     fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
@@ -420,7 +432,8 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
   const std::int64_t block = block_rows(a, boxes, std::max<std::int64_t>(2 + d, 2 * n_tail_sets));
   sweep.plan_sweeps((n_rows + block - 1) / block *
                     ((n_candidates >= 2 ? n_candidates - tail_r + tail_weight : n_candidates + 1) -
-                     (swept_first ? 1 : 0)));
+                     (swept_first ? 1 : 0)),
+                    block_vectors(block, n_rows));
   for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
     fill_block(a, noise, boxes, X, r0, rows, threads, lanes);

@@ -28,6 +28,10 @@ namespace pairs {
 // Within a tree pair only the boundaries and leaves of its two trees are read, for every
 // vector of rows, so a large block streams little more than a small one.
 std::int64_t block_rows(const Arena& a, const LeafBoxes& boxes, std::int64_t sums_per_row);
+// Lane vectors of the first block of a call of n_rows rows in blocks of `block` rows.
+inline std::int64_t block_vectors(std::int64_t block, std::int64_t n_rows) {
+  return (std::min(block, n_rows) + kLanes - 1) / kLanes;
+}
 
 // Bytes of slot masses a block may keep: deep forests have millions of leaves and a slot per
 // leaf and feature cut, 64 bytes each for a vector of rows; beyond this the passes compute them

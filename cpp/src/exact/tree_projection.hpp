@@ -205,6 +205,8 @@ class Projections {
   // The plan of (t, s), s > t, or null where the pair is summed from its leaf pairs (a plan
   // past the budget is scratch.plan).
   const ProjectedPlan* get(std::int64_t t, std::int64_t s, PlanScratch& scratch);
+  // Whether any tree pair may be projected (otherwise get() is never asked to plan).
+  bool may_project() const { return use_ != ProjectionUse::Never; }
 
  private:
   static constexpr std::int64_t kBudget = std::int64_t{256} << 20;

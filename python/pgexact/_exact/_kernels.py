@@ -164,6 +164,11 @@ class PreparedCall:
             bool(_core.exact.few_rows_on_walks(self.ensemble._arena, self.perturbation, self.n_rows,
                                                _FewRowsCall.greedy))
 
+    def planning_share(self) -> float:
+        """The share of a leaf-pair ``pg2`` pass on these rows that plans its projected tree
+        pairs (once per call: a greedy ranking plans them once for all its passes)."""
+        return float(_core.exact.pg2_planning_share(self.ensemble._arena, self.perturbation, self.n_rows))
+
     def _kernel(self, kernel: Kernel, call: Any) -> Kernel:
         """``kernel``, or inside :func:`block_of_call` the one the whole call would run."""
         whole = _WHOLE_CALL_ROWS.get()

@@ -67,6 +67,11 @@ inline constexpr double kDefaultTolerance = 1e-13;
 // Whether the pair kernel handles this arena: one output, 1..64 features, depth at most 256.
 bool pairs_apply(const Arena& arena);
 
+// The share of pg2_pairs' progress units, on n_rows rows, that plan the tree pairs it
+// projects (pair_sweep.hpp, sweep_units): pgexact.estimate scales a pass it times by the
+// candidates of a greedy ranking, which plans its tree pairs once.
+double pg2_planning_share(const Arena& arena, const Noise& noise, std::int64_t n_rows);
+
 // PG2 for n rows; `perturbed` is one mask of n_features entries, or one per row.
 void pg2_pairs(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
