@@ -142,6 +142,11 @@ def test_which_calls_take_the_walks(small, deep):
             np.testing.assert_array_equal(one[0], five[i])
             walked = prepare_call(cat6, X[i:i + 1], n_jobs=1).pg2_curve(rk[i:i + 1], kernel=Kernel.walks)
             _close(one[0], walked[0], 2e-13)
+        # PG² of every feature of one row likewise (a smaller set stays on the union walk)
+        every = np.ones(X.shape[1], dtype=np.uint8)
+        five_sets = prepare_call(cat6, X[:5], n_jobs=2).pg2(every)
+        for i in range(5):
+            np.testing.assert_array_equal(prepare_call(cat6, X[i:i + 1], n_jobs=1).pg2(every), five_sets[i:i + 1])
         five_ranked = prepare_call(cat6, X[:5], n_jobs=2).greedy_rank()
         for i in range(5):
             one = prepare_call(cat6, X[i:i + 1], n_jobs=1).greedy_rank()

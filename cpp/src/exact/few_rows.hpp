@@ -9,8 +9,9 @@
 //   XGBoost(max_depth=8) 3.0, LightGBM default 2.9, LightGBM(num_leaves=255) 2.1,
 //   CatBoost(200) 1.8, RandomForest(5) unbounded 1.6, RandomForest(max_depth=10) 1.1,
 //   RandomForest(20, max_depth=10) 1.1; 1.2-1.5x faster than the shared walks of the prefixes
-//   (except a one-row curve of complete trees of 32 or 64 leaves, CatBoost's depth 5 and its
-//   default 6, which the projected pairs sum faster: few_rows.cpp). Its threads share the tree pairs, so a
+//   (except, of complete trees of 32 or 64 leaves, CatBoost's depth 5 and its default 6, a
+//   one-row curve and a set of every feature the trees split on, which the projected pairs sum
+//   faster: few_rows.cpp). Its threads share the tree pairs, so a
 //   second thread helps (1.5-2x on boosting models; the shared walks could only share a row's
 //   prefixes, and lost on CatBoost's trees);
 // - a greedy ranking of at most two rows takes a union walk per row and step (of complete

@@ -149,7 +149,8 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
                double* out, RunControl* control, double tol) {
   noise.validate(a.n_features);
   check_perturbable(a, noise, perturbed, mask_per_row ? n_rows : 1);
-  if (pruning == Pruning::Full && few_rows_on_walks(a, noise, n_rows, FewRowsCall::Set)) {
+  if (pruning == Pruning::Full && few_rows_on_walks(a, noise, n_rows, FewRowsCall::Set) &&
+      !one_row_set_on_pairs(a, noise, perturbed)) {
     // One row, any model: one walk, its tree pairs shared among the threads (few_rows.hpp).
     pg2_one_row(a, noise, X, perturbed, n_threads, out, control, tol);
     return;

@@ -180,6 +180,9 @@ void pg2_variants(const Arena& arena, const Noise& noise, const Variant* variant
 // never with a feature perturbed by category. `n_rows`: the rows of the whole call.
 enum class FewRowsCall : std::uint8_t { Set, Curve, Greedy };
 bool few_rows_on_walks(const Arena& arena, const Noise& noise, std::int64_t n_rows, FewRowsCall call);
+// The exception among one-row sets: complete trees of 32 or 64 leaves and a set holding every
+// feature the trees split on (`perturbed`: n_features entries) take the projected pairs.
+bool one_row_set_on_pairs(const Arena& arena, const Noise& noise, const std::uint8_t* perturbed);
 
 // Whether pg2_variants applies: the fastest kernels (Full, Pairs) or Walk, and depth at most 256.
 bool shares_walks(const Arena& arena, Pruning pruning);
