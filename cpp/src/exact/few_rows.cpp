@@ -16,12 +16,16 @@ namespace pgexact {
 
 namespace {
 
+// Complete trees: CatBoost's oblivious trees, laid out as complete trees.
+bool is_complete(const Arena& a) {
+  return a.max_depth < 31 && a.n_leaves() == (a.n_trees() << a.max_depth);
+}
+
 // Complete trees of 32 or 64 leaves (CatBoost's depth 5 and its default 6), whose one-row
 // curves and greedy rankings the projected pairs sum faster than the walks (few_rows_on_walks).
 bool projected_one_row(const Arena& a) {
-  const bool complete = a.max_depth < 31 && a.n_leaves() == (a.n_trees() << a.max_depth);
-  const std::int64_t leaves = complete ? std::int64_t{1} << a.max_depth : 0;
-  return complete && leaves >= kMaxProjectedLeaves / 2 && leaves <= kMaxProjectedLeaves;
+  const std::int64_t leaves = is_complete(a) ? std::int64_t{1} << a.max_depth : 0;
+  return leaves >= kMaxProjectedLeaves / 2 && leaves <= kMaxProjectedLeaves;
 }
 
 }  // namespace
@@ -42,12 +46,11 @@ bool one_row_set_on_pairs(const Arena& a, const Noise& noise, const std::uint8_t
 
 bool few_rows_on_walks(const Arena& a, const Noise& noise, std::int64_t n_rows, FewRowsCall call) {
   if (n_rows < 1 || noise.has_categorical() || !shares_walks(a, Pruning::Full)) return false;
-  // Complete trees: CatBoost's oblivious trees, laid out as complete trees. Their tree pairs
-  // are projected onto shared features on the leaf pairs' side (tree_projection.hpp), and each
-  // tree's group sums are reused by its other pairs. Of 32 or 64 leaves (CatBoost's depth 5
-  // and its default 6), one row's curve and greedy ranking sum faster there than on the walks
-  // (1 thread, housing, walks against projected pairs; session 18, then session 21 after plans
-  // found partners as bits):
+  // Complete trees' tree pairs are projected onto shared features on the leaf pairs' side
+  // (tree_projection.hpp), and each tree's group sums are reused by its other pairs. Of 32 or
+  // 64 leaves (CatBoost's depth 5 and its default 6), one row's curve and greedy ranking sum
+  // faster there than on the walks (1 thread, housing, walks against projected pairs; session
+  // 18, then session 21 after plans found partners as bits):
   // - curves: depth 6 with 50 / 100 / 200 / 1000 trees 0.014 / 0.059 / 0.227 / 6.1 s against
   //   0.013 / 0.054 / 0.197 / 3.5 s; depth 5 (200 trees) 150-155 against 85-89 ms, but depth 4
   //   52 against 62 ms; depth 8 (not projected) 1.47 s against 2.30 s;
@@ -56,11 +59,12 @@ bool few_rows_on_walks(const Arena& a, const Noise& noise, std::int64_t n_rows, 
   //   0.155 s; of two rows the projected pairs win at every depth they take (depth 4 / 5: 0.22 /
   //   0.57 s on the walks against 0.14 / 0.31 s).
   // Their one-row sets stay on the walks (a union walk skips the trees that split on no feature
-  // of the set: a set of 3 of CatBoost(1000)'s 8 features 0.35 s against 2.4 s). Deeper
+  // of the set: a set of 3 of CatBoost(1000)'s 8 features 0.35 s against 2.4 s), except a set
+  // of every feature they split on (one_row_set_on_pairs, which pg2_batch asks). Deeper
   // complete trees are not projected and take the walks like any others (depth 8, a greedy
   // ranking of 2 rows: 7.8 s on the walks against 14.6 s).
   const bool projected_faster = projected_one_row(a);
-  const bool complete = a.max_depth < 31 && a.n_leaves() == (a.n_trees() << a.max_depth);
+  const bool complete = is_complete(a);
   const std::int64_t leaves = complete ? std::int64_t{1} << a.max_depth : 0;
   if (call == FewRowsCall::Curve && projected_faster) return false;
   if (call != FewRowsCall::Greedy) {
