@@ -50,15 +50,22 @@ bool pairs_apply(const Arena& a) {
   return a.n_outputs == 1 && a.n_features >= 1 && a.n_features <= 64 && a.max_depth <= 256;
 }
 
+namespace {
+
+// Rows per block of pg2_pairs (two sums per row).
+std::int64_t pg2_block_rows(const Arena& a, const LeafBoxes& boxes) { return block_rows(a, boxes, 2); }
+
+}  // namespace
+
 double pg2_planning_share(const Arena& a, const Noise& noise, std::int64_t n_rows) {
   // As pg2_pairs_impl plans its progress (PairSweep::plan_sweeps), without its pair cache.
   // Projections are off where a feature is perturbed by category (Projections).
   if (n_rows < 1 || !pairs_apply(a) || noise.has_categorical()) return 0.0;
   const LeafBoxes boxes(a);
-  const std::int64_t block = block_rows(a, boxes, 2);
+  const std::int64_t block = pg2_block_rows(a, boxes);
   const double share = planning_share(Projections(a, boxes).may_project(), block_vectors(block, n_rows));
   const SweepUnits units = sweep_units(boxes, share);
-  const std::int64_t total = (n_rows + block - 1) / block * units.sweep + units.planning;
+  const std::int64_t total = units.total((n_rows + block - 1) / block);
   return total > 0 ? static_cast<double>(units.planning) / static_cast<double>(total) : 0.0;
 }
 
@@ -144,7 +151,7 @@ void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::in
   std::vector<double> sum, comp, total, skipped;
   std::vector<std::int64_t> failed;
   std::vector<std::uint64_t> sets;
-  const std::int64_t block = block_rows(a, boxes, 2);
+  const std::int64_t block = pg2_block_rows(a, boxes);
   sweep.plan_sweeps((n_rows + block - 1) / block, block_vectors(block, n_rows));
   for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);

@@ -155,12 +155,18 @@ inline std::int64_t plan_units(std::int64_t leaves_t, std::int64_t leaves_s, dou
 struct SweepUnits {
   std::int64_t sweep = 0;     // one sweep's
   std::int64_t planning = 0;  // the first sweep's planning, on top
+  // The units of a call of `sweeps` sweeps (PairSweep::plan_sweeps).
+  std::int64_t total(std::int64_t sweeps) const { return sweeps * sweep + planning; }
 };
+// Leaves of tree t.
+inline std::int64_t tree_leaves(const LeafBoxes& boxes, std::int64_t t) {
+  return boxes.tree_first[t + 1] - boxes.tree_first[t];
+}
 inline SweepUnits sweep_units(const LeafBoxes& boxes, double share) {
   SweepUnits units;
   std::int64_t sum = 0, squares = 0;
   const std::int64_t n_trees = static_cast<std::int64_t>(boxes.tree_first.size()) - 1;
-  auto leaves = [&](std::int64_t t) { return static_cast<std::int64_t>(boxes.tree_first[t + 1] - boxes.tree_first[t]); };
+  auto leaves = [&](std::int64_t t) { return tree_leaves(boxes, t); };
   for (std::int64_t t = 0; t < n_trees; ++t) {
     sum += leaves(t);
     squares += leaves(t) * leaves(t);
@@ -194,10 +200,9 @@ class PairSweep {
   // first sweep also plans them (sweep_units).
   void plan_sweeps(std::int64_t sweeps, std::int64_t vectors) {
     plan_share_ = planning_share(projections_.may_project(), vectors);
-    const SweepUnits units = sweep_units(boxes, plan_share_);
-    plan(control_, sweeps * units.sweep + units.planning);
+    plan(control_, sweep_units(boxes, plan_share_).total(sweeps));
   }
-  std::int64_t leaves(std::int64_t t) const { return boxes.tree_first[t + 1] - boxes.tree_first[t]; }
+  std::int64_t leaves(std::int64_t t) const { return tree_leaves(boxes, t); }
   // Leaves of chunk c of tree t (the last chunk may be short); the chunks' sum is leaves(t).
   std::int64_t chunk_leaves(std::int64_t t, std::int32_t c) const {
     return std::min<std::int64_t>(kChunkLeaves, leaves(t) - static_cast<std::int64_t>(c) * kChunkLeaves);
