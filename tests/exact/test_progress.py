@@ -331,6 +331,8 @@ def test_first_sweep_counts_the_planning_of_projected_pairs():
     rate is even and pgexact.estimate's look at its start holds for the rest. The units are
     planned up front and all done by the end; pg2_planning_share is their share."""
     from catboost import CatBoostRegressor
+    from sklearn.ensemble import RandomForestRegressor
+
     from pgexact import _core
     from pgexact._exact._kernels import Kernel
     from pgexact._exact._prepare import prepare_call
@@ -356,8 +358,7 @@ def test_first_sweep_counts_the_planning_of_projected_pairs():
     shares = [_core.exact.pg2_planning_share(cat._arena, call.perturbation, n) for n in (1, 8, 16, 64)]
     assert shares[0] == shares[1] > shares[2] > shares[3] > 0
     # nothing to plan: deep trees, or a feature perturbed by category
-    forest = pgexact.load(__import__("sklearn.ensemble", fromlist=["RandomForestRegressor"])
-                          .RandomForestRegressor(n_estimators=3, random_state=0).fit(X, X[:, 0]))
+    forest = pgexact.load(RandomForestRegressor(n_estimators=3, random_state=0).fit(X, X[:, 0]))
     assert _core.exact.pg2_planning_share(forest._arena, prepare_call(forest, X[:1]).perturbation, 1) == 0.0
     rows = np.abs(np.round(X[:1]))
     categorical = prepare_call(cat, rows, noise=[pgexact.noise.categorical(0.3, [0, 1, 2])] + ["normal"] * 7)

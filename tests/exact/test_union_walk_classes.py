@@ -20,10 +20,7 @@ from pgexact._core import exact as core_exact
 from pgexact._exact._kernels import Kernel
 from pgexact._exact._prepare import prepare_call
 
-
-def _close(got, want, rtol):
-    got, want = np.asarray(got), np.asarray(want)
-    assert np.all(np.abs(got - want) <= rtol * np.abs(want) + 1e-300), np.max(np.abs(got - want) / np.abs(want))
+from _pair_checks import close_to_reference
 
 
 def _model(d: int, pairs: list, seed: int):
@@ -49,10 +46,10 @@ def test_one_row_curves_and_rankings_against_the_reference(d, seed):
         for order in rankings:
             rk = call.ranking(order)
             ref = core_exact.pg2_curve(ens._arena, row, rk, d, call.perturbation, 1, Kernel.reference)
-            _close(call.pg2_curve(rk), ref, 1e-12)
+            close_to_reference(call.pg2_curve(rk), ref)
         mask = (rng.random(d) < 0.5).astype(np.uint8)
-        _close(call.pg2(mask), call.pg2(mask, kernel=Kernel.reference), 1e-12)
+        close_to_reference(call.pg2(mask), call.pg2(mask, kernel=Kernel.reference))
         order, gains = call.greedy_rank()
-        _close(gains, core_exact.pg2_curve(ens._arena, row, order, d, call.perturbation, 1, Kernel.reference), 1e-12)
+        close_to_reference(gains, core_exact.pg2_curve(ens._arena, row, order, d, call.perturbation, 1, Kernel.reference))
         if d <= 64:
             np.testing.assert_array_equal(order, call.greedy_rank(kernel=Kernel.leaf_pairs)[0])
