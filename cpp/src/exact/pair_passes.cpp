@@ -385,9 +385,11 @@ void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t*
 
 // PG2 of every set of a greedy ranking's tail (TailSets). Per pair, P(S) is the product of the
 // masses of S's features in the pair's entry order (eval_set's operations: set 0 gets a set
-// pass's bits), each candidate's mass q_c is picked out on the way, and set A's product is
-// P(S) times the product of its candidates' q_c (built subset by subset): 2^r - 1 multiplies a
-// pair instead of a product chain per set (16 chains took about four passes' time).
+// pass's bits), each candidate's mass q_c is picked out on the way, and set A's term is set 0's
+// weighted term (w P(S)) mult times its candidates' q_c, in candidate order (built subset by
+// subset): 2^r - 1 multiplies a pair instead of a product chain per set (16 chains took about
+// four passes' time). A set's value is that of a set pass within rounding, as the steps' are; a
+// candidate whose mass is 1.0 (no entry on it) leaves the term's bits as they are.
 //
 // Built once per number of candidates R: the 2^R sets' loop unrolls and their products stay in
 // registers, and the lane masks of S and of each candidate are looked up per feature rather
@@ -439,14 +441,17 @@ void eval_tail_r(const PairView& pl, const LaneView& lanes, const TailSets& c, d
         }
         const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
                      load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
-        vd Q[n_sets];
-        Q[0] = one;
-        run[0] += (need == none_set) ? (w * P) * mult : zero;
+        // T[A]: the weighted term of set A, T[0] the set pass's (w P) mult and each larger set
+        // one candidate's mass times a subset's term: one multiply a set (three were half of
+        // this pass's vector operations).
+        vd T[n_sets];
+        T[0] = (w * P) * mult;
+        run[0] += (need == none_set) ? T[0] : zero;
 #pragma GCC unroll 16
         for (int A = 1; A < n_sets; ++A) {
-          Q[A] = Q[A & (A - 1)] * q[__builtin_ctz(static_cast<unsigned>(A))];
+          T[A] = T[A & (A - 1)] * q[__builtin_ctz(static_cast<unsigned>(A))];
           const vi alive = (need & ~static_cast<std::int64_t>(A)) == none_set;
-          run[A] += alive ? (w * (P * Q[A])) * mult : zero;
+          run[A] += alive ? T[A] : zero;
         }
       },
       [&] {
