@@ -532,32 +532,52 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
   interval_masses(pv, lanes, intervals.sum);
   vd value[65];
   for (std::int32_t si = 0; si < n_sets; ++si) value[si] = zero;
+  // Per group, the pair's sets (bit si) in which its tree's sum is live: a meet sums the sets
+  // where both its groups are (elsewhere it adds an exact zero in every lane), so the flags are
+  // read once per group and set, not per meet and set (those reads and their branches were a
+  // fifth of this pass). More sets than bits (over 63 candidates): every set, flags per meet.
+  const bool set_masks = n_sets <= 64;
+  std::uint64_t first_live_sets[kMaxProjectedLeaves], second_live_sets[kMaxProjectedLeaves];
+  auto live_sets = [&](const TreeSums& tree, std::int32_t n_groups, std::int32_t n_tree_cand, const std::int32_t* set_of,
+                       std::uint64_t* out) {
+    for (std::int32_t g = 0; g < n_groups; ++g) {
+      const std::uint8_t* live = tree.live + static_cast<std::size_t>(g) * static_cast<std::size_t>(n_tree_cand + 1);
+      std::uint64_t bits = 0;
+      for (std::int32_t si = 0; si < n_sets; ++si) bits |= static_cast<std::uint64_t>(live[set_of[si]] != 0) << si;
+      out[g] = bits;
+    }
+  };
+  if (set_masks) {
+    live_sets(first, pv.groups_first, n_first_cand, first_set, first_live_sets);
+    live_sets(second, pv.groups_second, n_second_cand, second_set, second_live_sets);
+  }
+  const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   std::size_t m = 0;
   for (std::size_t q = 0; q < pv.n_meets; ++q) {
     const ProjectedMeet& meet = pv.meets[q];
+    const std::uint64_t live = set_masks ? first_live_sets[meet.g] & second_live_sets[meet.h] : ~std::uint64_t{0};
+    if (live == 0) {  // an exact zero in every lane of every set
+      m += meet.count;
+      continue;
+    }
     vd D[64];
     std::int32_t feature[64];
-    std::int32_t n = -1;  // masses not loaded yet
-    vd in_s = zero;       // the product of S's meet masses (for S + {j})
-    vd extra[64];         // per candidate: D_j where j is an entry of the meet (lanes without j), else 1
+    const std::int32_t n = meet_masses(pv, intervals.sum, m, meet.count, top, D, feature);
+    m += meet.count;
+    vd in_s = one;  // the product of S's meet masses (for S + {j})
+    for (std::int32_t x = 0; x < n; ++x) in_s = (((S >> feature[x]) & 1u) != zero_u) ? in_s * D[x] : in_s;
+    vd extra[64];  // per candidate: D_j where j is an entry of the meet (lanes without j), else 1
+    for (std::int32_t c = 0; c < n_cand; ++c) extra[c] = one;
+    for (std::int32_t x = 0; x < n; ++x) {
+      const std::int32_t c = slot_of[feature[x]];
+      if (c >= 0) extra[c] = (((S >> feature[x]) & 1u) == zero_u) ? D[x] : one;
+    }
     // The two groups' sets (their sums are [group][set]).
     const std::size_t first_row = static_cast<std::size_t>(meet.g) * static_cast<std::size_t>(n_first_cand + 1);
     const std::size_t second_row = static_cast<std::size_t>(meet.h) * static_cast<std::size_t>(n_second_cand + 1);
-    for (std::int32_t si = 0; si < n_sets; ++si) {
+    auto add_set = [&](std::int32_t si) {
       const std::size_t at_g = first_row + static_cast<std::size_t>(first_set[si]);
       const std::size_t at_h = second_row + static_cast<std::size_t>(second_set[si]);
-      if (!first.live[at_g] || !second.live[at_h]) continue;  // an exact zero in every lane
-      if (n < 0) {
-        n = meet_masses(pv, intervals.sum, m, meet.count, top, D, feature);
-        const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
-        in_s = one;
-        for (std::int32_t x = 0; x < n; ++x) in_s = (((S >> feature[x]) & 1u) != zero_u) ? in_s * D[x] : in_s;
-        for (std::int32_t c = 0; c < n_cand; ++c) extra[c] = one;
-        for (std::int32_t x = 0; x < n; ++x) {
-          const std::int32_t c = slot_of[feature[x]];
-          if (c >= 0) extra[c] = (((S >> feature[x]) & 1u) == zero_u) ? D[x] : one;
-        }
-      }
       vd P = first.sum[at_g] * second.sum[at_h];
       if (si == 0) {  // S: the set pass's product, in order
         for (std::int32_t x = 0; x < n; ++x) P = (((S >> feature[x]) & 1u) != zero_u) ? P * D[x] : P;
@@ -565,8 +585,17 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
         P = (P * in_s) * extra[si - 1];
       }
       value[si] += P;
+    };
+    if (set_masks) {
+      for (std::uint64_t f = live; f != 0; f &= f - 1) add_set(__builtin_ctzll(f));
+    } else {
+      for (std::int32_t si = 0; si < n_sets; ++si) {
+        if (first.live[first_row + static_cast<std::size_t>(first_set[si])] &&
+            second.live[second_row + static_cast<std::size_t>(second_set[si])]) {
+          add_set(si);
+        }
+      }
     }
-    m += meet.count;
   }
   add_compensated(sum, comp, value[0] * mult);
   for (std::int32_t c = 0; c < n_cand; ++c) {
@@ -666,29 +695,45 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
   interval_masses(pv, lanes, intervals.sum);
   vd value[1 << kMaxTailCandidates];
   for (std::int32_t A = 0; A < n_sets; ++A) value[A] = zero;
+  // Per group, the sets A (bit A, within the relevant candidates) in which its tree's sum is
+  // live: a meet sums the sets where both its groups are (as the greedy step's).
+  std::uint32_t first_live_sets[kMaxProjectedLeaves], second_live_sets[kMaxProjectedLeaves];
+  auto live_sets = [&](const TreeSums& tree, std::int32_t n_groups, std::int32_t tree_relevant, std::uint32_t* out) {
+    for (std::int32_t g = 0; g < n_groups; ++g) {
+      const std::uint8_t* live = tree.live + static_cast<std::size_t>(g) * static_cast<std::size_t>(n_sets);
+      std::uint32_t bits = 0;
+      for (std::int32_t A = 0; A < n_sets; ++A) {
+        if ((A & ~relevant) == 0) bits |= static_cast<std::uint32_t>(live[A & tree_relevant] != 0) << A;
+      }
+      out[g] = bits;
+    }
+  };
+  live_sets(first, pv.groups_first, first_relevant, first_live_sets);
+  live_sets(second, pv.groups_second, second_relevant, second_live_sets);
   std::size_t m = 0;
   for (std::size_t qi = 0; qi < pv.n_meets; ++qi) {
     const ProjectedMeet& meet = pv.meets[qi];
+    const std::uint32_t live = first_live_sets[meet.g] & second_live_sets[meet.h];
+    if (live == 0) {  // an exact zero in every lane of every set
+      m += meet.count;
+      continue;
+    }
     vd D[64];
     std::int32_t feature[64];
-    std::int32_t n = -1;  // masses not loaded yet
+    const std::int32_t n = meet_masses(pv, intervals.sum, m, meet.count, top, D, feature);
+    m += meet.count;
     vd in_s = one, Q[1 << kMaxTailCandidates];
-    for (std::int32_t A = 0; A < n_sets; ++A) {
-      if ((A & ~relevant) != 0) continue;
-      const std::size_t at_g =
-          static_cast<std::size_t>(meet.g) * static_cast<std::size_t>(n_sets) + static_cast<std::size_t>(A & first_relevant);
-      const std::size_t at_h =
-          static_cast<std::size_t>(meet.h) * static_cast<std::size_t>(n_sets) + static_cast<std::size_t>(A & second_relevant);
-      if (!first.live[at_g] || !second.live[at_h]) continue;  // an exact zero in every lane
-      if (n < 0) {
-        n = meet_masses(pv, intervals.sum, m, meet.count, top, D, feature);
-        for (std::int32_t x = 0; x < n; ++x) in_s = (((S >> feature[x]) & 1u) != zero_u) ? in_s * D[x] : in_s;
-        vd q[kMaxTailCandidates];
-        candidate_factors(D, feature, n, q);
-        Q[0] = one;
-        for (std::int32_t B = 1; B < n_sets; ++B) Q[B] = Q[B & (B - 1)] * q[__builtin_ctz(static_cast<unsigned>(B))];
-      }
-      vd P = first.sum[at_g] * second.sum[at_h];
+    for (std::int32_t x = 0; x < n; ++x) in_s = (((S >> feature[x]) & 1u) != zero_u) ? in_s * D[x] : in_s;
+    vd q[kMaxTailCandidates];
+    candidate_factors(D, feature, n, q);
+    Q[0] = one;
+    for (std::int32_t B = 1; B < n_sets; ++B) Q[B] = Q[B & (B - 1)] * q[__builtin_ctz(static_cast<unsigned>(B))];
+    const std::size_t first_row = static_cast<std::size_t>(meet.g) * static_cast<std::size_t>(n_sets);
+    const std::size_t second_row = static_cast<std::size_t>(meet.h) * static_cast<std::size_t>(n_sets);
+    for (std::uint32_t f = live; f != 0; f &= f - 1) {
+      const std::int32_t A = __builtin_ctz(f);
+      vd P = first.sum[first_row + static_cast<std::size_t>(A & first_relevant)] *
+             second.sum[second_row + static_cast<std::size_t>(A & second_relevant)];
       if (A == 0) {  // S: the set pass's product, in order
         for (std::int32_t x = 0; x < n; ++x) P = (((S >> feature[x]) & 1u) != zero_u) ? P * D[x] : P;
       } else {
@@ -696,7 +741,6 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
       }
       value[A] += P;
     }
-    m += meet.count;
   }
   for (std::int32_t A = 0; A < n_sets; ++A) {
     add_compensated(sum + A * kLanes, comp + A * kLanes, value[A & relevant] * mult);
