@@ -70,6 +70,10 @@ void register_kernels(py::module_& m) {
       [](const Arena& a, const Noise& noise, std::int64_t n_rows) { return pg2_planning_share(a, noise, n_rows); },
       py::arg("arena"), py::arg("perturbation"), py::arg("n_rows"),
       "The share of a leaf-pair pg2 call's progress units that plan its projected tree pairs (pair_kernel.hpp).");
+  m.def(
+      "pg2_block_rows", [](const Arena& a, std::int64_t n_rows) { return pg2_block_rows(a, n_rows); },
+      py::arg("arena"), py::arg("n_rows"),
+      "Rows per block of a leaf-pair pg2 call on n_rows rows, 0 where that kernel does not apply (pair_kernel.hpp).");
 
   m.def(
       "pg2",

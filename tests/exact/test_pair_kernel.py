@@ -108,10 +108,14 @@ def test_categorical_feature_left_unperturbed():
            core_exact.pg2_curve(ens._arena, rows, R, 2, noise, 1, Kernel.reference))
 
 
-def test_more_rows_than_one_block_and_any_threads(xgb_model):
-    """Blocks of 64 rows: rows of later blocks equal the same rows computed alone."""
+def test_more_rows_than_one_block_and_any_threads(xgb_model, monkeypatch):
+    """Blocks of at most 64 rows (PGEXACT_BLOCK_ROWS; this model's tables would hold thousands
+    of rows in one): the 153 rows go in three blocks of 56, 56 and 41, and rows of every block
+    equal the same rows computed alone."""
     ens, X = xgb_model
     d = ens.n_features
+    monkeypatch.setenv("PGEXACT_BLOCK_ROWS", "64")
+    assert core_exact.pg2_block_rows(ens._arena, 153) == 56
     rows = np.vstack([X[:150], X[:3]])
     noise = _noise(d, 4)
     R = np.array([np.random.default_rng(i).permutation(d) for i in range(len(rows))], dtype=np.int64)
@@ -122,6 +126,30 @@ def test_more_rows_than_one_block_and_any_threads(xgb_model):
         # Kernel.pairs takes the shared walks for one row of trees this small (test_few_rows.py)
         walked = core_exact.pg2_curve(ens._arena, rows[i : i + 1], R[i : i + 1], d, noise, 1)
         np.testing.assert_allclose(walked[0], many[i], rtol=2e-13, atol=0)
+
+
+@pytest.mark.parametrize("cap", [None, 8, 24, 64, 200])
+def test_a_long_call_goes_in_equal_blocks(xgb_model, monkeypatch, cap):
+    """A call past one block's budget goes in as few blocks as the budget allows, of equal size
+    to a lane vector of 8 rows: no more blocks than blocks of the budget's size would take, and
+    no smaller size gives that many (a short last block paid a whole enumeration for a few rows
+    while the others held more than they needed)."""
+    ens, _ = xgb_model
+    if cap is not None:
+        monkeypatch.setenv("PGEXACT_BLOCK_ROWS", str(cap))
+    budget = core_exact.pg2_block_rows(ens._arena, 1)
+    assert budget % 8 == 0 and budget >= 8
+    if cap is not None:
+        assert budget == max(8, cap // 8 * 8)
+    for n in sorted({1, 7, budget - 1, budget, budget + 1, 2 * budget - 3, 2 * budget + 1, 5 * budget + 3}):
+        block = core_exact.pg2_block_rows(ens._arena, n)
+        assert block % 8 == 0 and 8 <= block <= budget, (n, block)
+        blocks = -(-n // block)
+        assert blocks == -(-n // budget), (n, block)
+        if n > budget:
+            assert (block - 8) * blocks < n, (n, block)
+        else:
+            assert block == budget
 
 
 def test_every_simd_build_gives_the_same_bits(tmp_path, xgb_model):

@@ -52,17 +52,26 @@ bool pairs_apply(const Arena& a) {
 
 namespace {
 
-// Rows per block of pg2_pairs (two sums per row).
-std::int64_t pg2_block_rows(const Arena& a, const LeafBoxes& boxes) { return block_rows(a, boxes, 2); }
+// Rows per block of pg2_pairs of n_rows rows (two sums per row).
+std::int64_t pg2_block_rows(const Arena& a, const LeafBoxes& boxes, std::int64_t n_rows) {
+  return block_rows(a, boxes, 2, n_rows);
+}
 
 }  // namespace
+
+std::int64_t pg2_block_rows(const Arena& a, std::int64_t n_rows) {
+  // The boxes without the rows' categories (CategoryCells): those change no leaf's slots or
+  // boundaries, so not the block either.
+  if (n_rows < 1 || !pairs_apply(a)) return 0;
+  return pg2_block_rows(a, LeafBoxes(a), n_rows);
+}
 
 double pg2_planning_share(const Arena& a, const Noise& noise, std::int64_t n_rows) {
   // As pg2_pairs_impl plans its progress (PairSweep::plan_sweeps), without its pair cache.
   // Projections are off where a feature is perturbed by category (Projections).
   if (n_rows < 1 || !pairs_apply(a) || noise.has_categorical()) return 0.0;
   const LeafBoxes boxes(a);
-  const std::int64_t block = pg2_block_rows(a, boxes);
+  const std::int64_t block = pg2_block_rows(a, boxes, n_rows);
   const double share = planning_share(Projections(a, boxes).may_project(), block_vectors(block, n_rows));
   const SweepUnits units = sweep_units(boxes, share);
   const std::int64_t total = units.total((n_rows + block - 1) / block);
@@ -151,7 +160,7 @@ void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::in
   std::vector<double> sum, comp, total, skipped;
   std::vector<std::int64_t> failed;
   std::vector<std::uint64_t> sets;
-  const std::int64_t block = pg2_block_rows(a, boxes);
+  const std::int64_t block = pg2_block_rows(a, boxes, n_rows);
   sweep.plan_sweeps((n_rows + block - 1) / block, block_vectors(block, n_rows));
   for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
@@ -234,7 +243,7 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
   std::vector<std::int64_t> failed;
   std::vector<std::uint64_t> sets;  // see CurveSets
   std::vector<std::int64_t> enters;
-  const std::int64_t block = block_rows(a, boxes, 2 * n_steps);
+  const std::int64_t block = block_rows(a, boxes, 2 * n_steps, n_rows);
   sweep.plan_sweeps((n_rows + block - 1) / block, block_vectors(block, n_rows));
   for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
@@ -436,7 +445,7 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
   // Step 0 sweeps each candidate's boundaries (single_feature_step) unless it is the tail's or
   // the noise has categorical features: a pass fewer.
   const bool swept_first = !noise.has_categorical() && n_candidates > tail_r;
-  const std::int64_t block = block_rows(a, boxes, std::max<std::int64_t>(2 + d, 2 * n_tail_sets));
+  const std::int64_t block = block_rows(a, boxes, std::max<std::int64_t>(2 + d, 2 * n_tail_sets), n_rows);
   sweep.plan_sweeps((n_rows + block - 1) / block *
                     ((n_candidates >= 2 ? n_candidates - tail_r + tail_weight : n_candidates + 1) -
                      (swept_first ? 1 : 0)),

@@ -26,8 +26,9 @@ namespace pairs {
 // boundary, 17 per leaf (out mask, weight, code), 8 per slot and the per-first-tree partial
 // sums.
 // Within a tree pair only the boundaries and leaves of its two trees are read, for every
-// vector of rows, so a large block streams little more than a small one.
-std::int64_t block_rows(const Arena& a, const LeafBoxes& boxes, std::int64_t sums_per_row);
+// vector of rows, so a large block streams little more than a small one. A call of n_rows rows
+// past one block goes in blocks of equal size (to a lane vector), as few as the budget allows.
+std::int64_t block_rows(const Arena& a, const LeafBoxes& boxes, std::int64_t sums_per_row, std::int64_t n_rows);
 // Lane vectors of the first block of a call of n_rows rows in blocks of `block` rows.
 inline std::int64_t block_vectors(std::int64_t block, std::int64_t n_rows) {
   return (std::min(block, n_rows) + kLanes - 1) / kLanes;

@@ -72,6 +72,11 @@ bool pairs_apply(const Arena& arena);
 // candidates of a greedy ranking, which plans its tree pairs once.
 double pg2_planning_share(const Arena& arena, const Noise& noise, std::int64_t n_rows);
 
+// Rows per block of a pg2_pairs call on n_rows rows (pair_lanes.hpp, block_rows; 0 where the
+// kernel does not apply): a call past one block's budget goes in as few blocks as the budget
+// allows, of equal size to a lane vector.
+std::int64_t pg2_block_rows(const Arena& arena, std::int64_t n_rows);
+
 // PG2 for n rows; `perturbed` is one mask of n_features entries, or one per row.
 void pg2_pairs(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
