@@ -25,6 +25,7 @@ namespace pgexact {
 namespace pairs {
 
 struct ThreadScratch {
+  explicit ThreadScratch(int threads) : first_groups(GroupSumCache::first_tree_chunks(threads)) {}
   PairScratch box;
   PairList pairs;
   PlanScratch plan;  // plans built here (kept by the Projections within their budget)
@@ -43,7 +44,7 @@ void for_each_first_tile(const Arena& a, int threads, std::int64_t tile, Body&& 
 #pragma omp parallel num_threads(threads)
 #endif
   {
-    ThreadScratch scratch;
+    ThreadScratch scratch(threads);
 #ifdef PGEXACT_OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif

@@ -291,7 +291,7 @@ double* GroupSumCache::allocate(std::size_t n) {
     used_ = 0;
   }
   if (chunk_ == chunks_.size()) {
-    if (chunks_.size() == kMaxChunks) return nullptr;
+    if (chunks_.size() == max_chunks_) return nullptr;
     chunks_.emplace_back(new double[kChunkDoubles + align]);
   }
   // (Aligned by hand: the passes store whole lane vectors there.)

@@ -21,6 +21,7 @@
 // cost less than the pairs' (pairs and their entries).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -149,11 +150,22 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
 // pairs of (tree, C) after the first read them instead of summing the tree's leaves again:
 // a tile's first trees meet every later tree (CatBoost(1000) on housing: about 27 distinct C
 // per tree for 999 second trees), and a second tree meets the tile's first trees one after the
-// other. Kept from the start of a tile of trees (whose rows do not change) within a budget;
-// past it, get() returns null and the pass sums the tree per pair, with the same bits.
+// other. Kept from the start of a tile of trees (whose rows do not change) within a budget of
+// `chunks` MiB; past it, get() returns null and the pass sums the tree per pair, with the same
+// bits.
 class GroupSumCache {
  public:
-  GroupSumCache() = default;
+  explicit GroupSumCache(std::size_t chunks = kDefaultChunks) : max_chunks_(chunks) {}
+  // The budget of a thread's cache of its tile's first trees, in MiB, on `threads` threads: the
+  // sums of a tile of 16 CatBoost trees on housing, its 27 C each and 8 vectors of rows, take
+  // about 20 MiB for a curve and 45 MiB for a greedy tail (16 sets); at 16 MiB most were summed
+  // again per pair (CatBoost(200), 64-row ranking: 4.27 -> 3.89 s at 64 MiB; curves alike or
+  // a little faster). At most 64 MiB a thread and 256 MiB a call, never under the 16 MiB of
+  // the second tree's cache.
+  static std::size_t first_tree_chunks(int threads) {
+    const std::size_t per_thread = std::size_t{256} / static_cast<std::size_t>(std::max(threads, 1));
+    return std::max<std::size_t>(kDefaultChunks, std::min<std::size_t>(64, per_thread));
+  }
   GroupSumCache(const GroupSumCache&) = delete;
   GroupSumCache& operator=(const GroupSumCache&) = delete;
   // Forgets every sum: a new tile of trees from t0 (or a new block of rows).
@@ -166,7 +178,8 @@ class GroupSumCache {
 
  private:
   static constexpr std::size_t kChunkDoubles = std::size_t{1} << 17;  // 1 MiB
-  static constexpr std::size_t kMaxChunks = 16;                       // the budget, per thread
+  static constexpr std::size_t kDefaultChunks = 16;
+  std::size_t max_chunks_;  // the budget, in chunks
   // Room for `n` doubles, aligned to a lane vector, or null past the budget.
   double* allocate(std::size_t n);
   // The room of one entry: false past the budget.
