@@ -28,12 +28,14 @@ namespace py = pybind11;
 // How often the waiting thread checks for Ctrl-C and reports progress.
 constexpr std::chrono::milliseconds kPollInterval{25};
 
-// Runs work(&control) as described above. `progress` is None or a callable(done, total).
+// Runs work(&control) as described above. `progress` is None or a callable(done, total);
+// `calibration`: the run is a calibration (RunControl::calibration).
 // Call it with the GIL held, after every Python argument has been converted: `work` must only
 // read memory that this frame keeps alive (converted arrays, the immutable arena, outputs).
 template <typename Work>
-void run_interruptible(Work&& work, const py::object& progress) {
+void run_interruptible(Work&& work, const py::object& progress, bool calibration = false) {
   RunControl control;
+  control.calibration = calibration;
   std::mutex mutex;
   std::condition_variable finished_cv;
   bool finished = false;

@@ -78,7 +78,7 @@ void register_kernels(py::module_& m) {
   m.def(
       "pg2",
       [](const Arena& a, const CArray<double>& X, const CArray<std::uint8_t>& mask, const Noise& noise,
-         int n_threads, Pruning kernel, const py::object& progress, double tol) {
+         int n_threads, Pruning kernel, const py::object& progress, double tol, bool calibration) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         const bool per_row = check_mask(a, mask, n);
@@ -90,16 +90,17 @@ void register_kernels(py::module_& m) {
         double* o = out.mutable_data();
         run_interruptible([&](RunControl* control) {
           pg2_batch(a, noise, x, n, mk, per_row, n_threads, kernel, o, control, tol);
-        }, progress);
+        }, progress, calibration);
         return out;
       },
       py::arg("arena"), py::arg("X"), py::arg("mask"), py::arg("perturbation"), py::arg("n_threads") = 0,
-      py::arg("kernel") = Pruning::Full, py::arg("progress") = py::none(), py::arg("tol") = kDefaultTolerance);
+      py::arg("kernel") = Pruning::Full, py::arg("progress") = py::none(), py::arg("tol") = kDefaultTolerance,
+      py::arg("calibration") = false);
 
   m.def(
       "pg2_curve",
       [](const Arena& a, const CArray<double>& X, const CArray<std::int64_t>& ranking, std::int64_t n_steps,
-         const Noise& noise, int n_threads, Pruning kernel, const py::object& progress, double tol) {
+         const Noise& noise, int n_threads, Pruning kernel, const py::object& progress, double tol, bool calibration) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         check_tol(tol);
@@ -119,17 +120,17 @@ void register_kernels(py::module_& m) {
         double* o = out.mutable_data();
         run_interruptible([&](RunControl* control) {
           pg2_curve_batch(a, noise, x, n, rk, per_row, n_steps, n_threads, kernel, o, control, tol);
-        }, progress);
+        }, progress, calibration);
         return out;
       },
       py::arg("arena"), py::arg("X"), py::arg("ranking"), py::arg("n_steps"), py::arg("perturbation"),
       py::arg("n_threads") = 0, py::arg("kernel") = Pruning::Full, py::arg("progress") = py::none(),
-      py::arg("tol") = kDefaultTolerance);
+      py::arg("tol") = kDefaultTolerance, py::arg("calibration") = false);
 
   m.def(
       "greedy_rank",
       [](const Arena& a, const CArray<double>& X, const Noise& noise, int n_threads, Pruning kernel,
-         const py::object& progress, double tol) {
+         const py::object& progress, double tol, bool calibration) {
         require_2d(X, a.n_features, "X");
         const std::int64_t n = X.shape(0);
         const std::int64_t d = a.n_features;
@@ -142,11 +143,12 @@ void register_kernels(py::module_& m) {
         double* c = curve.mutable_data();
         run_interruptible([&](RunControl* control) {
           greedy_rank_batch(a, noise, x, n, n_threads, kernel, r, c, control, tol);
-        }, progress);
+        }, progress, calibration);
         return py::make_tuple(ranking, curve);
       },
       py::arg("arena"), py::arg("X"), py::arg("perturbation"), py::arg("n_threads") = 0,
-      py::arg("kernel") = Pruning::Full, py::arg("progress") = py::none(), py::arg("tol") = kDefaultTolerance);
+      py::arg("kernel") = Pruning::Full, py::arg("progress") = py::none(), py::arg("tol") = kDefaultTolerance,
+      py::arg("calibration") = false);
 
   m.def(
       "expected",

@@ -152,6 +152,28 @@ def test_a_long_call_goes_in_equal_blocks(xgb_model, monkeypatch, cap):
             assert block == budget
 
 
+def test_a_calibration_run_still_sums_every_tree_pair_once(xgb_model):
+    """pgexact.estimate's runs (calibration=True) take each tile's second trees from halfway and
+    wrap around (RunControl::calibration): run to the end, they sum every tree pair once, so a
+    set, a curve and a greedy ranking equal the ordinary call's within rounding (a pair
+    skipped or summed twice would be far off)."""
+    ens, X = xgb_model
+    rows = X[:20]
+    d = ens.n_features
+    noise = _noise(d, 5)
+    R = np.array([np.random.default_rng(i).permutation(d) for i in range(len(rows))], dtype=np.int64)
+    mask = np.ones(d, np.uint8)
+    for threads in (1, 2):
+        _close(core_exact.pg2(ens._arena, rows, mask, noise, threads, Kernel.leaf_pairs, calibration=True),
+               core_exact.pg2(ens._arena, rows, mask, noise, threads, Kernel.leaf_pairs))
+        _close(core_exact.pg2_curve(ens._arena, rows, R, d, noise, threads, Kernel.leaf_pairs, calibration=True),
+               core_exact.pg2_curve(ens._arena, rows, R, d, noise, threads, Kernel.leaf_pairs))
+        rk, curve = core_exact.greedy_rank(ens._arena, rows, noise, threads, Kernel.leaf_pairs, calibration=True)
+        ref_rk, ref_curve = core_exact.greedy_rank(ens._arena, rows, noise, threads, Kernel.leaf_pairs)
+        np.testing.assert_array_equal(rk, ref_rk)
+        _close(curve, ref_curve)
+
+
 def test_every_simd_build_gives_the_same_bits(tmp_path, xgb_model):
     """The inner loops are built per x86-64 level and picked at run time; each must do the same
     IEEE operations in the same order. PGEXACT_PASSES caps the level in a fresh process."""

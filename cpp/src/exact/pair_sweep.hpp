@@ -272,11 +272,16 @@ class PairSweep {
       return true;
     };
     // Each first tree meets its second trees in increasing order (the order of its sums), in
-    // whatever tile.
+    // whatever tile; a calibration's (RunControl::calibration, results discarded) from halfway
+    // through them, wrapping around.
+    const bool from_halfway = control_ != nullptr && control_->calibration;
     for_each_first_tile(arena, threads, first_tree_tile(arena.n_trees(), threads),
                         [&](ThreadScratch& scratch, std::int64_t t0, std::int64_t t1) {
                           scratch.first_groups.start_tile(t0);
-                          for (std::int64_t s = t0; s < arena.n_trees(); ++s) {
+                          const std::int64_t n_second = arena.n_trees() - t0;
+                          const std::int64_t start = from_halfway ? n_second / 2 : 0;
+                          for (std::int64_t k = 0; k < n_second; ++k) {
+                            const std::int64_t s = t0 + (start + k) % n_second;
                             scratch.second_groups.start_tile(s);
                             for (std::int64_t t = t0; t < std::min(t1, s + 1); ++t) {
                               if (!visit(scratch, t, s)) return;

@@ -194,32 +194,36 @@ class PreparedCall:
 
     # -- the kernels ---------------------------------------------------------------------------
     def pg2(self, mask: np.ndarray, *, kernel: Kernel = Kernel.pairs,
-            tol: float = DEFAULT_TOL) -> np.ndarray:
+            tol: float = DEFAULT_TOL, calibration: bool = False) -> np.ndarray:
         """Exact PG² for a validated uint8 mask, ``(d,)`` or ``(n, d)``; ``(n,)`` float64.
 
         ``kernel=Kernel.reference`` runs the paper's unpruned O(n²) pair walk (kept for
         benchmarks and as a check on the fast kernel); the values agree up to rounding.
-        ``tol``: a validated tolerance (:mod:`pgexact._exact._tolerance`).
+        ``tol``: a validated tolerance (:mod:`pgexact._exact._tolerance`). ``calibration``:
+        a run :func:`pgexact.estimate` stops and discards, whose leaf-pair sweeps take each
+        tile's second trees from halfway (``run_control.hpp``): not for results.
         """
         return _core.exact.pg2(self.ensemble._arena, self.X, mask, self.perturbation, self.threads,
                                self._kernel(kernel, _FewRowsCall.set), progress=self._stage(),
-                               tol=tol)
+                               tol=tol, calibration=calibration)
 
     def pg2_curve(self, ranking: np.ndarray, *, kernel: Kernel = Kernel.pairs,
-                  tol: float = DEFAULT_TOL) -> np.ndarray:
-        """PG² of every top-k prefix of a validated int64 ranking, ``(n, d)``."""
+                  tol: float = DEFAULT_TOL, calibration: bool = False) -> np.ndarray:
+        """PG² of every top-k prefix of a validated int64 ranking, ``(n, d)`` (``calibration``:
+        as in :meth:`pg2`)."""
         return _core.exact.pg2_curve(self.ensemble._arena, self.X, ranking, self.n_features,
                                      self.perturbation, self.threads,
                                      self._kernel(kernel, _FewRowsCall.curve),
-                                     progress=self._stage(), tol=tol)
+                                     progress=self._stage(), tol=tol, calibration=calibration)
 
-    def greedy_rank(self, *, kernel: Kernel = Kernel.pairs,
-                    tol: float = DEFAULT_TOL) -> Tuple[np.ndarray, np.ndarray]:
+    def greedy_rank(self, *, kernel: Kernel = Kernel.pairs, tol: float = DEFAULT_TOL,
+                    calibration: bool = False) -> Tuple[np.ndarray, np.ndarray]:
         """The greedy PG² ranking ``(n, d)`` int64 and the PG² of its prefixes ``(n, d)``; the
-        prefixes within ``tol``, the ranking the unpruned one whatever ``tol`` is."""
+        prefixes within ``tol``, the ranking the unpruned one whatever ``tol`` is
+        (``calibration``: as in :meth:`pg2`)."""
         return _core.exact.greedy_rank(self.ensemble._arena, self.X, self.perturbation, self.threads,
                                        self._kernel(kernel, _FewRowsCall.greedy),
-                                       progress=self._stage(), tol=tol)
+                                       progress=self._stage(), tol=tol, calibration=calibration)
 
     def expected(self, mask: np.ndarray) -> np.ndarray:
         """Exact ``E[f(x')]`` for a validated uint8 mask, ``(n,)``."""
