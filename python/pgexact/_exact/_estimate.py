@@ -5,7 +5,9 @@ or tree pairs of each pass over a block of rows: :file:`cpp/include/pgexact/exac
 and report how many are done every 25 ms. A short calibration starts the very call on the
 very rows, watches the rate at which units get done for a tenth of a second or two, and stops it
 (the same way Ctrl-C does); the estimate is the time spent so far plus the units left at that
-rate. Nothing is hard-coded about the speed of the kernels or of the machine, so the estimate
+rate. The calibration's sweeps over pairs of trees start halfway through each tile's second
+trees (``calibration=True``): the first trees' pairs among themselves cost less per unit than
+most of a call's. Nothing is hard-coded about the speed of the kernels or of the machine, so the estimate
 follows both. A call that finishes within the calibration is simply timed.
 """
 
