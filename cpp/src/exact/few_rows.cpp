@@ -16,16 +16,17 @@ namespace pgexact {
 
 namespace {
 
-// Complete trees: CatBoost's oblivious trees, laid out as complete trees.
-bool is_complete(const Arena& a) {
-  return a.max_depth < 31 && a.n_leaves() == (a.n_trees() << a.max_depth);
+// Leaves per tree where every tree is complete (CatBoost's oblivious trees, laid out as
+// complete trees), else 0.
+std::int64_t complete_tree_leaves(const Arena& a) {
+  const bool complete = a.max_depth < 31 && a.n_leaves() == (a.n_trees() << a.max_depth);
+  return complete ? std::int64_t{1} << a.max_depth : 0;
 }
 
 // Complete trees of 32 or 64 leaves (CatBoost's depth 5 and its default 6), whose one-row
 // curves and greedy rankings the projected pairs sum faster than the walks (few_rows_on_walks).
-bool projected_one_row(const Arena& a) {
-  const std::int64_t leaves = is_complete(a) ? std::int64_t{1} << a.max_depth : 0;
-  return leaves >= kMaxProjectedLeaves / 2 && leaves <= kMaxProjectedLeaves;
+bool projected_one_row(std::int64_t complete_leaves) {
+  return complete_leaves >= kMaxProjectedLeaves / 2 && complete_leaves <= kMaxProjectedLeaves;
 }
 
 }  // namespace
@@ -35,7 +36,7 @@ bool one_row_set_on_pairs(const Arena& a, const Noise& noise, const std::uint8_t
   // and the projected pairs are faster there as for a curve (one row of CatBoost(200): 0.28 s
   // on the walk against 0.16 s; depth 5 0.10 s either way); a smaller set stays on the walk,
   // which skips the trees and states it does not reach (6 of 8 features: 91 against 144 ms).
-  if (!projected_one_row(a) || noise.has_categorical() || !pairs_apply(a)) return false;
+  if (!projected_one_row(complete_tree_leaves(a)) || noise.has_categorical() || !pairs_apply(a)) return false;
   std::uint64_t split = 0;
   for (const std::int32_t root : a.tree_root) split |= a.feature[root] >= 0 ? a.subtree_features[root] : 0;
   for (std::int32_t j = 0; j < a.n_features; ++j) {
@@ -63,9 +64,8 @@ bool few_rows_on_walks(const Arena& a, const Noise& noise, std::int64_t n_rows, 
   // of every feature they split on (one_row_set_on_pairs, which pg2_batch asks). Deeper
   // complete trees are not projected and take the walks like any others (depth 8, a greedy
   // ranking of 2 rows: 7.8 s on the walks against 14.6 s).
-  const bool projected_faster = projected_one_row(a);
-  const bool complete = is_complete(a);
-  const std::int64_t leaves = complete ? std::int64_t{1} << a.max_depth : 0;
+  const std::int64_t leaves = complete_tree_leaves(a);
+  const bool projected_faster = projected_one_row(leaves);
   if (call == FewRowsCall::Curve && projected_faster) return false;
   if (call != FewRowsCall::Greedy) {
     // One row's sets and curves, whatever the trees, on one walk over the union of its sets.
@@ -75,7 +75,7 @@ bool few_rows_on_walks(const Arena& a, const Noise& noise, std::int64_t n_rows, 
   // 0.85, RandomForest(20, max_depth=10) 0.57 at 3 rows; unbounded forests of 3-5 trees gain up
   // to six).
   if (projected_faster) return false;
-  if (complete && leaves < kMaxProjectedLeaves / 2) return n_rows == 1;
+  if (leaves > 0 && leaves < kMaxProjectedLeaves / 2) return n_rows == 1;
   return n_rows <= 2;
 }
 
