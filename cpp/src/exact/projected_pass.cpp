@@ -118,6 +118,26 @@ __attribute__((always_inline)) inline TreeSums tree_sums_of(TreeGroupSums* kept,
   return TreeSums{sum, live};
 }
 
+// Per group of a tree's sums (live flags [group][row_width]), the sets i < n_sets (bit i of
+// out[group]) in which some leaf of the group is live: cell_of(i) is set i's cell in the
+// group's row, or -1 where the tree has no sum for it. A meet sums the sets where both its
+// groups are (elsewhere it adds an exact zero in every lane), so the flags are read once per
+// group and set, not per meet and set.
+template <typename Word, typename CellOf>
+__attribute__((always_inline)) inline void group_live_sets(const TreeSums& tree, std::int32_t n_groups,
+                                                           std::size_t row_width, std::int32_t n_sets,
+                                                           CellOf&& cell_of, Word* out) {
+  for (std::int32_t g = 0; g < n_groups; ++g) {
+    const std::uint8_t* live = tree.live + static_cast<std::size_t>(g) * row_width;
+    Word bits = 0;
+    for (std::int32_t i = 0; i < n_sets; ++i) {
+      const std::int32_t cell = cell_of(i);
+      if (cell >= 0) bits |= static_cast<Word>(live[cell] != 0) << i;
+    }
+    out[g] = bits;
+  }
+}
+
 // Per group and set, A_X(g), and whether some leaf of g is live in X ([group][set]) (or a pair's
 // interval masses, flags unused): on the stack where they fit (a CatBoost tree pair has about
 // 30 groups, a greedy step up to 9 sets on 8 features, a tail 16), else on the heap. Zeroed.
@@ -532,25 +552,17 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
   interval_masses(pv, lanes, intervals.sum);
   vd value[65];
   for (std::int32_t si = 0; si < n_sets; ++si) value[si] = zero;
-  // Per group, the pair's sets (bit si) in which its tree's sum is live: a meet sums the sets
-  // where both its groups are (elsewhere it adds an exact zero in every lane), so the flags are
-  // read once per group and set, not per meet and set (those reads and their branches were
-  // about a tenth of this pass's samples on CatBoost(200)). More sets than bits (64 candidates,
-  // only on trees that are not oblivious): every set, flags per meet.
+  // Per group, the pair's sets (bit si) in which its tree's sum is live (group_live_sets: the
+  // per-meet reads of the flags and their branches were about a tenth of this pass's samples on
+  // CatBoost(200)). More sets than bits (64 candidates, only on trees that are not oblivious):
+  // every set, flags per meet.
   const bool set_masks = n_sets <= 64;
   std::uint64_t first_live_sets[kMaxProjectedLeaves], second_live_sets[kMaxProjectedLeaves];
-  auto live_sets = [&](const TreeSums& tree, std::int32_t n_groups, std::int32_t n_tree_cand, const std::int32_t* set_of,
-                       std::uint64_t* out) {
-    for (std::int32_t g = 0; g < n_groups; ++g) {
-      const std::uint8_t* live = tree.live + static_cast<std::size_t>(g) * static_cast<std::size_t>(n_tree_cand + 1);
-      std::uint64_t bits = 0;
-      for (std::int32_t si = 0; si < n_sets; ++si) bits |= static_cast<std::uint64_t>(live[set_of[si]] != 0) << si;
-      out[g] = bits;
-    }
-  };
   if (set_masks) {
-    live_sets(first, pv.groups_first, n_first_cand, first_set, first_live_sets);
-    live_sets(second, pv.groups_second, n_second_cand, second_set, second_live_sets);
+    group_live_sets(first, pv.groups_first, static_cast<std::size_t>(n_first_cand + 1), n_sets,
+                    [&](std::int32_t si) { return first_set[si]; }, first_live_sets);
+    group_live_sets(second, pv.groups_second, static_cast<std::size_t>(n_second_cand + 1), n_sets,
+                    [&](std::int32_t si) { return second_set[si]; }, second_live_sets);
   }
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   std::size_t m = 0;
@@ -697,20 +709,15 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
   vd value[1 << kMaxTailCandidates];
   for (std::int32_t A = 0; A < n_sets; ++A) value[A] = zero;
   // Per group, the sets A (bit A, within the relevant candidates) in which its tree's sum is
-  // live: a meet sums the sets where both its groups are (as the greedy step's).
+  // live (group_live_sets); a tree's sums are kept for the subsets of its own candidates.
   std::uint32_t first_live_sets[kMaxProjectedLeaves], second_live_sets[kMaxProjectedLeaves];
-  auto live_sets = [&](const TreeSums& tree, std::int32_t n_groups, std::int32_t tree_relevant, std::uint32_t* out) {
-    for (std::int32_t g = 0; g < n_groups; ++g) {
-      const std::uint8_t* live = tree.live + static_cast<std::size_t>(g) * static_cast<std::size_t>(n_sets);
-      std::uint32_t bits = 0;
-      for (std::int32_t A = 0; A < n_sets; ++A) {
-        if ((A & ~relevant) == 0) bits |= static_cast<std::uint32_t>(live[A & tree_relevant] != 0) << A;
-      }
-      out[g] = bits;
-    }
+  auto cell_in = [&](std::int32_t tree_relevant) {
+    return [=](std::int32_t A) { return (A & ~relevant) == 0 ? (A & tree_relevant) : -1; };
   };
-  live_sets(first, pv.groups_first, first_relevant, first_live_sets);
-  live_sets(second, pv.groups_second, second_relevant, second_live_sets);
+  group_live_sets(first, pv.groups_first, static_cast<std::size_t>(n_sets), n_sets, cell_in(first_relevant),
+                  first_live_sets);
+  group_live_sets(second, pv.groups_second, static_cast<std::size_t>(n_sets), n_sets, cell_in(second_relevant),
+                  second_live_sets);
   std::size_t m = 0;
   for (std::size_t qi = 0; qi < pv.n_meets; ++qi) {
     const ProjectedMeet& meet = pv.meets[qi];
