@@ -7,7 +7,9 @@ greedy ranking's tail. The default projects the tree pairs
 where that is cheaper (CatBoost's oblivious trees); ``PGEXACT_PROJECTION=always`` projects every
 tree pair it can, so these tests also run it on XGBoost and forests (and test_pair_kernel.py on
 LightGBM's missing-value rules, where boxes that do not meet can both hold x), and
-``PGEXACT_PROJECTION=0`` turns it off. Sets and curves must agree with the reference within
+``PGEXACT_PROJECTION=0`` turns it off. Where both trees' groups are grids (oblivious trees),
+sets and curves contract the grids feature by feature instead of summing the meets
+(``ProjectedGrid``); mode ``"meets"`` (``PGEXACT_PROJECTED_GRID=0``) sums the meets there too. Sets and curves must agree with the reference within
 1e-12 relative, never be negative, and give a row the same bits in any batch, on any thread
 count and from every SIMD build; greedy choices must be best candidates by the reference.
 """
@@ -33,11 +35,15 @@ from pgexact._core.exact import Kernel
 from _pair_checks import close_to_reference as _close
 from _pair_checks import random_noise as _noise
 
-MODES = ("default", "always")
+MODES = ("default", "always", "meets")
 
 
 def _use(monkeypatch, mode):
-    if mode == "default":
+    if mode == "meets":
+        monkeypatch.setenv("PGEXACT_PROJECTED_GRID", "0")
+    else:
+        monkeypatch.delenv("PGEXACT_PROJECTED_GRID", raising=False)
+    if mode in ("default", "meets"):
         monkeypatch.delenv("PGEXACT_PROJECTION", raising=False)
     else:
         monkeypatch.setenv("PGEXACT_PROJECTION", mode)
@@ -75,16 +81,16 @@ def _rows_on_thresholds(ens, X, rng, n):
     return rows
 
 
-def _check_sets_and_curves(ens, rows, seed, threads=1):
+def _check_sets_and_curves(ens, rows, seed, threads=1, tol=1e-13):
     d = ens.n_features
     rng = np.random.default_rng(seed)
     noise = _noise(d, seed)
     for mask in (np.ones(d, np.uint8), (rng.random(d) < 0.5).astype(np.uint8), np.eye(d, dtype=np.uint8)[0]):
-        _close(core_exact.pg2(ens._arena, rows, mask, noise, threads, Kernel.leaf_pairs),
+        _close(core_exact.pg2(ens._arena, rows, mask, noise, threads, Kernel.leaf_pairs, tol=tol),
                core_exact.pg2(ens._arena, rows, mask, noise, 1, Kernel.reference))
     R = np.array([rng.permutation(d) for _ in range(len(rows))], dtype=np.int64)
     for steps in (d, 3):
-        _close(core_exact.pg2_curve(ens._arena, rows, R, steps, noise, threads, Kernel.leaf_pairs),
+        _close(core_exact.pg2_curve(ens._arena, rows, R, steps, noise, threads, Kernel.leaf_pairs, tol=tol),
                core_exact.pg2_curve(ens._arena, rows, R, steps, noise, 1, Kernel.reference))
 
 
@@ -123,7 +129,41 @@ def test_the_default_projects_catboost_and_changes_only_rounding(monkeypatch):
     np.testing.assert_allclose(projected, pairs, rtol=1e-13, atol=0)
 
 
-def test_always_on_xgboost_forests_and_unperturbed_categories(monkeypatch):
+def test_the_grid_contraction_changes_only_rounding(monkeypatch):
+    """The default contracts CatBoost's grids of groups (its values are not the meets' bits: a
+    contraction silently off would leave them so) and agrees with the meets to rounding, in
+    blocks of rows and for one row (its prefixes in the lanes)."""
+    ens, X = _catboost(5, 6, iterations=30)
+    d = ens.n_features
+    noise = _noise(d, 5)
+    for rows in (X[:40], X[3:4]):
+        R = np.array([np.random.default_rng(i).permutation(d) for i in range(len(rows))], dtype=np.int64)
+        values = {}
+        for grid in ("0", "1"):
+            monkeypatch.setenv("PGEXACT_PROJECTED_GRID", grid)
+            values[grid] = (core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.leaf_pairs),
+                            core_exact.pg2(ens._arena, rows, np.ones(d, np.uint8), noise, 1, Kernel.leaf_pairs))
+        assert np.any(values["0"][0] != values["1"][0])
+        for meets, grid in zip(values["0"], values["1"]):
+            np.testing.assert_allclose(grid, meets, rtol=1e-13, atol=0)
+
+
+def test_the_grid_contraction_on_features_split_twice(monkeypatch):
+    """Depth-6 oblivious trees on three features split a feature at several levels, so a tree's
+    intervals there include empty ones (a path below x < a and x >= b, a < b) that meet no interval
+    of the other tree: their cells must be zero, not left over (the contraction once read them
+    from the previous pair). Blocks of rows and one row, against the reference, with nothing
+    pruned too (tol=0: the leaves of empty boxes are then live, with nonzero sums)."""
+    monkeypatch.delenv("PGEXACT_PROJECTED_GRID", raising=False)
+    monkeypatch.delenv("PGEXACT_PROJECTION", raising=False)
+    X, y = _data(9, d=3, nan=0.0)
+    model = CatBoostRegressor(iterations=20, depth=6, verbose=0, thread_count=1, random_seed=9,
+                              allow_writing_files=False).fit(X, y)
+    ens = pgexact.load(model)
+    for rows in (X[:19], X[5:6]):
+        for tol in (1e-13, 0.0):
+            _check_sets_and_curves(ens, rows, 9, tol=tol)
+
     """Every tree pair projected on XGBoost trees with NaN, a small forest, and a LightGBM
     model with a categorical feature left unperturbed (its splits route x, and narrow no box)."""
     monkeypatch.setenv("PGEXACT_PROJECTION", "always")

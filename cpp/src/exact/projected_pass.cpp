@@ -118,6 +118,52 @@ __attribute__((always_inline)) inline TreeSums tree_sums_of(TreeGroupSums* kept,
   return TreeSums{sum, live};
 }
 
+// V of a projected pair whose groups are grids (ProjectedGrid): the first tree's sums per cell of
+// its grid, first_cells (row-major over C), contracted one feature c of C at a time with c's
+// factors (mass: interval_mass in the lanes where in_set[c], one elsewhere and on the line),
+// then summed against the second's, second_cells. Every lane does the same operations in the
+// same order, so a lane's value never depends on the others (eval_projected_row puts a row's
+// prefixes in the lanes and gets the bits of each prefix in lane 0 of eval_projected).
+__attribute__((always_inline)) inline vd grid_sum(const ProjectedView& pv, const vd* first_cells,
+                                                  const vd* second_cells, const vi* in_set, const vd* interval_mass) {
+  const ProjectedGrid& grid = *pv.grid;
+  const vd zero = {};
+  const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
+  vd room[2][kMaxGridTensor];
+  // The tensor before feature c: axes (a_c, a_c+1 .. a_m-1, b_0 .. b_c-1), a_c outermost, the
+  // rest row-major; after it, (a_c+1 .. a_m-1, b_0 .. b_c), b_c innermost.
+  const vd* in = first_cells;
+  std::int32_t size = pv.groups_first;
+  for (std::int32_t c = 0; c < grid.n_shared; ++c) {
+    const std::int32_t rest = size / grid.n_first[c];
+    const std::int32_t n_b = grid.n_second[c];
+    vd* out = room[c & 1];
+    // The factors come by b (ProjectedGrid): the first of each b sets its cells.
+    std::int32_t b_set = -1;
+    for (std::uint32_t f = grid.factor_begin[c]; f < grid.factor_begin[c + 1]; ++f) {
+      const GridFactor factor = pv.grid_factors[f];
+      vd* to = out + factor.b;
+      if (factor.interval == kGridEmpty) {
+        for (std::int32_t r = 0; r < rest; ++r) to[static_cast<std::size_t>(r) * n_b] = zero;
+        continue;
+      }
+      const vd F = factor.interval == kGridLine ? one : (in_set[c] ? interval_mass[factor.interval] : one);
+      const vd* from = in + static_cast<std::size_t>(factor.a) * static_cast<std::size_t>(rest);
+      if (factor.b != b_set) {
+        for (std::int32_t r = 0; r < rest; ++r) to[static_cast<std::size_t>(r) * n_b] = F * from[r];
+        b_set = factor.b;
+      } else {
+        for (std::int32_t r = 0; r < rest; ++r) to[static_cast<std::size_t>(r) * n_b] += F * from[r];
+      }
+    }
+    in = out;
+    size = rest * n_b;
+  }
+  vd V = zero;
+  for (std::int32_t cell = 0; cell < pv.groups_second; ++cell) V += in[cell] * second_cells[cell];
+  return V;
+}
+
 // Per group of a tree's sums (live flags [group][row_width]), the sets i < n_sets (bit i of
 // out[group]) in which some leaf of the group is live: cell_of(i) is set i's cell in the
 // group's row, or -1 where the tree has no sum for it. A meet sums the sets where both its
@@ -321,8 +367,34 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
   interval_masses(pv, lanes, intervals.sum);
   vd value[64];
   for (std::int32_t si = 0; si < n_summed; ++si) value[si] = zero;
+  if (pv.grid != nullptr) {
+    // From the first summed prefix at which both trees have a group live in some lane (before
+    // it every cell is an exact zero), the contraction of the grids' sums at each.
+    std::int64_t live_first = kNeverAlive, live_second = kNeverAlive;
+    for (std::int32_t g = 0; g < pv.groups_first; ++g) live_first = std::min(live_first, first_from[g]);
+    for (std::int32_t h = 0; h < pv.groups_second; ++h) live_second = std::min(live_second, second_from[h]);
+    const std::int64_t live_from = std::max(live_first, live_second);
+    const ProjectedGrid& grid = *pv.grid;
+    vd first_cells[kMaxProjectedLeaves], second_cells[kMaxProjectedLeaves];
+    vi in_set[kMaxGridFeatures];
+    for (std::int32_t si = live_from == kNeverAlive ? n_summed : summed_index(live_from); si < n_summed; ++si) {
+      for (std::int32_t x = 0; x < pv.groups_first; ++x) {
+        first_cells[x] = first_sum[static_cast<std::size_t>(pv.grid_first_group[x]) * n_first_steps + first_at[si]];
+      }
+      for (std::int32_t x = 0; x < pv.groups_second; ++x) {
+        second_cells[x] =
+            second_sum[static_cast<std::size_t>(pv.grid_second_group[x]) * n_second_steps + second_at[si]];
+      }
+      const vi never = {};
+      for (std::int32_t c = 0; c < grid.n_shared; ++c) {
+        const std::int32_t j = grid.feature[c];
+        in_set[c] = j < top ? (enters[j] <= step[si]) : never;
+      }
+      value[si] = grid_sum(pv, first_cells, second_cells, in_set, intervals.sum);
+    }
+  }
   std::size_t m = 0;  // entries of meet q start here
-  for (std::size_t q = 0; q < pv.n_meets; ++q) {
+  for (std::size_t q = 0; q < pv.n_meets && pv.grid == nullptr; ++q) {
     const ProjectedMeet& meet = pv.meets[q];
     const std::int64_t live_from = std::max(first_from[meet.g], second_from[meet.h]);
     if (live_from == kNeverAlive) {  // an exact zero in every lane at every prefix
@@ -376,6 +448,11 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
   const vd zero = {};
   const std::int32_t n_groups = pv.groups_first + pv.groups_second;
   double value[64];
+  // Grids: each interval's mass (lane 0's) in every lane, once.
+  GroupSums interval_mass(pv.grid != nullptr ? pv.n_intervals : 0);
+  for (std::size_t i = 0; i < pv.n_intervals && pv.grid != nullptr; ++i) {
+    interval_mass.sum[i] = zero + mass_lane0(lanes, pv.interval_cut[2 * i], pv.interval_cut[2 * i + 1]);
+  }
   for (std::int32_t s0 = 0; s0 < n_summed; s0 += kLanes) {
     vi k;  // the lanes' prefixes; -1 past the last (nothing is live there, nothing a factor)
     for (int l = 0; l < kLanes; ++l) k[l] = s0 + l < n_summed ? step[s0 + l] : -1;
@@ -412,8 +489,23 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
       }
     }
     vd V = zero;
+    if (pv.grid != nullptr) {  // grid_sum, as eval_projected, the prefixes in the lanes
+      const ProjectedGrid& grid = *pv.grid;
+      vd first_cells[kMaxProjectedLeaves], second_cells[kMaxProjectedLeaves];
+      for (std::int32_t x = 0; x < pv.groups_first; ++x) first_cells[x] = groups.sum[pv.grid_first_group[x]];
+      for (std::int32_t x = 0; x < pv.groups_second; ++x) {
+        second_cells[x] = groups.sum[pv.groups_first + pv.grid_second_group[x]];
+      }
+      vi in_set[kMaxGridFeatures];
+      const vi never = {};
+      for (std::int32_t c = 0; c < grid.n_shared; ++c) {
+        const std::int32_t j = grid.feature[c];
+        in_set[c] = j < top ? (enters[j] <= k) : never;
+      }
+      V = grid_sum(pv, first_cells, second_cells, in_set, interval_mass.sum);
+    }
     std::size_t m = 0;
-    for (std::size_t q = 0; q < pv.n_meets; ++q) {
+    for (std::size_t q = 0; q < pv.n_meets && pv.grid == nullptr; ++q) {
       const ProjectedMeet& meet = pv.meets[q];
       const std::int32_t h = pv.groups_first + meet.h;
       if (!groups.live[meet.g] || !groups.live[h]) {  // an exact zero at every prefix

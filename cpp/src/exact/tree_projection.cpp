@@ -14,7 +14,93 @@ void ProjectedPlan::clear() {
   meet_interval.clear();
   interval_cut.clear();
   features = first_features = second_features = shared = 0;
+  grid.n_shared = 0;
+  grid_first_group.clear();
+  grid_second_group.clear();
+  grid_factors.clear();
 }
+
+namespace {
+
+// Per cell of a grouping's grid on C (row-major over C's features: interval of the first
+// outermost), its group, into cell_group; false where the groups are not a full grid (fewer or
+// more groups than combinations of the intervals: leaves that differ on C only by the special
+// values their paths admit, or a tree that is not oblivious).
+bool grid_cells(const TreeGrouping& grouping, std::size_t n_shared, std::vector<std::uint8_t>& cell_group) {
+  std::size_t cells = 1;
+  for (std::size_t c = 0; c < n_shared; ++c) cells *= grouping.intervals[c].size();
+  const auto n_groups = static_cast<std::size_t>(grouping.n_groups());
+  if (cells != n_groups || n_groups > 64) return false;
+  cell_group.assign(cells, 0xff);
+  for (std::size_t g = 0; g < n_groups; ++g) {
+    std::size_t cell = 0;
+    for (std::size_t c = 0; c < n_shared; ++c) {
+      cell = cell * grouping.intervals[c].size() + grouping.interval_of[g * n_shared + c];
+    }
+    if (cell_group[cell] != 0xff) return false;
+    cell_group[cell] = static_cast<std::uint8_t>(g);
+  }
+  return true;
+}
+
+// The plan's ProjectedGrid where both groupings are full grids, no meet comes from a special
+// value alone (then the meets are exactly the pairs of cells apart on no feature), the
+// contraction's tensors fit the pass's room and it costs less than the meets; `entry`: per
+// feature c and pair of intervals, as project_tree_pair's (kLine, kApart, or an interval).
+void build_grid(const TreeGrouping& first, const TreeGrouping& second, std::size_t n_shared,
+                const std::int32_t* feature_of, const std::vector<std::int32_t>& entry, const std::size_t* entry_begin,
+                std::int32_t k_line, std::int32_t k_apart, ProjectedPlan& plan) {
+  plan.grid.n_shared = 0;
+  if (n_shared == 0 || n_shared > static_cast<std::size_t>(kMaxGridFeatures)) return;
+  if (!grid_cells(first, n_shared, plan.grid_first_group) || !grid_cells(second, n_shared, plan.grid_second_group)) {
+    return;
+  }
+  plan.grid_factors.clear();
+  std::size_t cells_meeting = 1;  // pairs of cells apart on no feature
+  for (std::size_t c = 0; c < n_shared; ++c) {
+    const std::size_t n_t = first.intervals[c].size(), n_s = second.intervals[c].size();
+    plan.grid.feature[c] = static_cast<std::uint8_t>(feature_of[c]);
+    plan.grid.n_first[c] = static_cast<std::int32_t>(n_t);
+    plan.grid.n_second[c] = static_cast<std::int32_t>(n_s);
+    plan.grid.factor_begin[c] = static_cast<std::uint32_t>(plan.grid_factors.size());
+    // By the second tree's interval, then the first's: the pass sets a cell of its tensor with
+    // the first factor of its interval and adds the others' terms; an interval that meets none
+    // (empty) has one factor, kGridEmpty, that sets its cells to zero.
+    std::size_t nonzero = 0;
+    for (std::size_t k = 0; k < n_s; ++k) {
+      const std::size_t before = plan.grid_factors.size();
+      for (std::size_t i = 0; i < n_t; ++i) {
+        const std::int32_t e = entry[entry_begin[c] + i * n_s + k];
+        if (e == k_apart) continue;
+        plan.grid_factors.push_back(GridFactor{static_cast<std::uint8_t>(i), static_cast<std::uint8_t>(k),
+                                               e == k_line ? kGridLine : static_cast<std::uint16_t>(e)});
+      }
+      nonzero += plan.grid_factors.size() - before;
+      if (plan.grid_factors.size() == before) {
+        plan.grid_factors.push_back(GridFactor{0, static_cast<std::uint8_t>(k), kGridEmpty});
+      }
+    }
+    cells_meeting *= nonzero;
+  }
+  plan.grid.factor_begin[n_shared] = static_cast<std::uint32_t>(plan.grid_factors.size());
+  if (cells_meeting != plan.meets.size()) return;  // a special value makes more pairs meet
+  // The contraction's cost: at feature c, each nonzero factor times the cells of the rest (the
+  // second's intervals on the features before c, the first's after it), then the second's
+  // cells; the meets': per meet its two sums, their product, its entries and the sum.
+  double grid_cost = static_cast<double>(first.n_groups() + 2 * second.n_groups());
+  for (std::size_t c = 0; c < n_shared; ++c) {
+    std::int64_t rest = 1, out = plan.grid.n_second[c];
+    for (std::size_t x = 0; x < c; ++x) rest *= plan.grid.n_second[x];
+    for (std::size_t x = c + 1; x < n_shared; ++x) rest *= plan.grid.n_first[x];
+    if (rest * out > kMaxGridTensor) return;
+    grid_cost += 2.0 * static_cast<double>(rest) *
+                 static_cast<double>(plan.grid.factor_begin[c + 1] - plan.grid.factor_begin[c]);
+  }
+  const double meet_cost = static_cast<double>(4 * plan.meets.size() + 2 * plan.meet_feature.size());
+  if (grid_cost < meet_cost) plan.grid.n_shared = static_cast<std::int32_t>(n_shared);
+}
+
+}  // namespace
 
 TreeFeatures::TreeFeatures(const Arena& a, const LeafBoxes& boxes) {
   const std::int64_t n_trees = a.n_trees();
@@ -137,7 +223,7 @@ void group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, TreeG
 bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGrouping& first, const TreeGrouping& second,
                        std::uint64_t C, std::uint64_t split_first, std::uint64_t split_second, bool always,
                        ProjectedPlan& plan, std::vector<std::int32_t>& entry,
-                       std::vector<std::uint64_t>& partner_masks) {
+                       std::vector<std::uint64_t>& partner_masks, bool grid) {
   plan.clear();
   const auto leaves_t = static_cast<std::int32_t>(first.leaves.size());
   const auto leaves_s = static_cast<std::int32_t>(second.leaves.size());
@@ -268,11 +354,12 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
   plan.meet_interval.resize(n_entries);
   // (A meet entry names its interval in 16 bits.)
   if (plan.interval_cut.size() / 2 > 65535) return false;
-  if (always) return true;
   const double projected_cost = static_cast<double>(first.leaves.size() + second.leaves.size() +
                                                     first.own_feature.size() + second.own_feature.size() +
                                                     plan.meets.size() + plan.meet_feature.size());
-  return projected_cost * kProjectedWeight < pair_cost;
+  const bool use = always || projected_cost * kProjectedWeight < pair_cost;
+  if (use && grid) build_grid(first, second, n_shared, feature_of, entry, entry_begin, kLine, kApart, plan);
+  return use;
 }
 
 void GroupSumCache::start_tile(std::int64_t t0) {
@@ -342,6 +429,11 @@ bool keep_group_sums() {
   return keep == nullptr || std::string(keep) != "0";
 }
 
+bool use_projected_grid() {
+  const char* grid = std::getenv("PGEXACT_PROJECTED_GRID");
+  return grid == nullptr || std::string(grid) != "0";
+}
+
 ProjectionUse projection_use() {
   const char* use = std::getenv("PGEXACT_PROJECTION");
   const std::string value = use == nullptr ? "" : use;
@@ -351,7 +443,7 @@ ProjectionUse projection_use() {
 }
 
 Projections::Projections(const Arena& a, const LeafBoxes& boxes)
-    : arena_(a), boxes_(boxes), use_(projection_use()) {
+    : arena_(a), boxes_(boxes), use_(projection_use()), grid_(use_projected_grid()) {
   // Nothing to project without two trees of at most kMaxProjectedLeaves leaves (deep forests):
   // then no per-tree features, no decisions.
   std::int64_t small_trees = 0;
@@ -397,7 +489,7 @@ bool Projections::project(std::int64_t t, std::int64_t s, PlanScratch& scratch) 
   const TreeGrouping& second = grouping(s, C, scratch.second);
   return project_tree_pair(arena_, boxes_, first, second, C, features_->split[static_cast<std::size_t>(t)],
                            features_->split[static_cast<std::size_t>(s)], always, scratch.plan, scratch.entries,
-                           scratch.partner_masks);
+                           scratch.partner_masks, grid_);
 }
 
 const ProjectedPlan* Projections::get(std::int64_t t, std::int64_t s, PlanScratch& scratch) {

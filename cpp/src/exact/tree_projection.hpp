@@ -77,6 +77,11 @@ struct ProjectedPlan {
   std::vector<std::int32_t> interval_cut;
   std::uint64_t features = 0, first_features = 0, second_features = 0;
   std::uint64_t shared = 0;  // C
+  // Where both groupings are full grids on C and their contraction costs less than the meets
+  // (grid.n_shared > 0): ProjectedGrid.
+  ProjectedGrid grid;
+  std::vector<std::uint8_t> grid_first_group, grid_second_group;
+  std::vector<GridFactor> grid_factors;
 
   ProjectedView view() const {
     ProjectedView v;
@@ -101,10 +106,18 @@ struct ProjectedPlan {
     v.first_features = first_features;
     v.second_features = second_features;
     v.shared = shared;
+    if (grid.n_shared > 0) {
+      v.grid = &grid;
+      v.grid_first_group = grid_first_group.data();
+      v.grid_second_group = grid_second_group.data();
+      v.grid_factors = grid_factors.data();
+    }
     return v;
   }
   std::size_t bytes() const {
-    return meets.size() * sizeof(ProjectedMeet) + meet_feature.size() * 3 + interval_cut.size() * 4 + 128;
+    return meets.size() * sizeof(ProjectedMeet) + meet_feature.size() * 3 + interval_cut.size() * 4 +
+           grid_first_group.size() + grid_second_group.size() + grid_factors.size() * sizeof(GridFactor) +
+           sizeof(ProjectedGrid) + 128;
   }
   void clear();
 };
@@ -133,6 +146,11 @@ struct TreeFeatures {
   TreeFeatures(const Arena& a, const LeafBoxes& boxes);
 };
 
+// Whether the contraction of ProjectedGrid sums the projected pairs whose groups are grids:
+// PGEXACT_PROJECTED_GRID=0 turns it off (tests and before/after comparisons: the meets are
+// summed everywhere). Read per call.
+bool use_projected_grid();
+
 // Groups the leaves of tree t by their boxes on C into `grouping`.
 void group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, TreeGrouping& grouping);
 
@@ -143,7 +161,7 @@ void group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, TreeG
 bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGrouping& first, const TreeGrouping& second,
                        std::uint64_t C, std::uint64_t split_first, std::uint64_t split_second, bool always,
                        ProjectedPlan& plan, std::vector<std::int32_t>& entries,
-                       std::vector<std::uint64_t>& partner_masks);
+                       std::vector<std::uint64_t>& partner_masks, bool grid = false);
 
 // A thread's group sums of projected tree pairs in a sweep (TreeGroupSums). A tree's sums depend
 // only on the tree, the features C it shares with the other and the vector of rows, so the
@@ -234,6 +252,7 @@ class Projections {
   const Arena& arena_;
   const LeafBoxes& boxes_;
   ProjectionUse use_;
+  bool grid_;  // use_projected_grid()
   std::unique_ptr<TreeFeatures> features_;
   // Per first tree t (allocated on its first use), per s - t - 1: 0 not yet decided, 1 leaf
   // pairs, 2 projected (kept where kept_[t] has s).
