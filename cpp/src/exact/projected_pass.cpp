@@ -118,18 +118,21 @@ __attribute__((always_inline)) inline TreeSums tree_sums_of(TreeGroupSums* kept,
   return TreeSums{sum, live};
 }
 
-// V of a projected pair whose groups are grids (ProjectedGrid): the first tree's sums per cell of
-// its grid, first_cells (row-major over C), contracted one feature c of C at a time with c's
-// factors (mass: interval_mass in the lanes where in_set[c], one elsewhere and on the line),
-// then summed against the second's, second_cells. Every lane does the same operations in the
-// same order, so a lane's value never depends on the others (eval_projected_row puts a row's
-// prefixes in the lanes and gets the bits of each prefix in lane 0 of eval_projected).
-__attribute__((always_inline)) inline vd grid_sum(const ProjectedView& pv, const vd* first_cells,
-                                                  const vd* second_cells, const vi* in_set, const vd* interval_mass) {
+// The first half of V for a projected pair whose groups are grids (ProjectedGrid): the first
+// tree's sums per cell of its grid, first_cells (row-major over C), contracted one feature c of
+// C at a time with c's factors (mass: interval_mass in the lanes where in_set[c], one elsewhere
+// and on the line), into room; returns where the result is, per cell of the second grid. It
+// depends on the first tree's sums and on which lanes' sets hold C's features only, so sets that
+// differ elsewhere (a feature only the second tree splits on) share it. Every lane does the same
+// operations in the same order, so a lane's value never depends on the others
+// (eval_projected_row puts a row's prefixes in the lanes and gets the bits of lane 0 of
+// eval_projected for each).
+__attribute__((always_inline)) inline const vd* grid_contract(const ProjectedView& pv, const vd* first_cells,
+                                                              const vi* in_set, const vd* interval_mass,
+                                                              vd (&room)[2][kMaxGridTensor]) {
   const ProjectedGrid& grid = *pv.grid;
   const vd zero = {};
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
-  vd room[2][kMaxGridTensor];
   // The tensor before feature c: axes (a_c, a_c+1 .. a_m-1, b_0 .. b_c-1), a_c outermost, the
   // rest row-major; after it, (a_c+1 .. a_m-1, b_0 .. b_c), b_c innermost.
   const vd* in = first_cells;
@@ -159,9 +162,30 @@ __attribute__((always_inline)) inline vd grid_sum(const ProjectedView& pv, const
     in = out;
     size = rest * n_b;
   }
-  vd V = zero;
-  for (std::int32_t cell = 0; cell < pv.groups_second; ++cell) V += in[cell] * second_cells[cell];
+  return in;
+}
+
+// V: grid_contract's result summed against the second tree's sums per cell of its grid.
+__attribute__((always_inline)) inline vd grid_dot(const ProjectedView& pv, const vd* contracted,
+                                                  const vd* second_cells) {
+  vd V = {};
+  for (std::int32_t cell = 0; cell < pv.groups_second; ++cell) V += contracted[cell] * second_cells[cell];
   return V;
+}
+
+// Both: V of one set.
+__attribute__((always_inline)) inline vd grid_sum(const ProjectedView& pv, const vd* first_cells,
+                                                  const vd* second_cells, const vi* in_set, const vd* interval_mass) {
+  vd room[2][kMaxGridTensor];
+  return grid_dot(pv, grid_contract(pv, first_cells, in_set, interval_mass, room), second_cells);
+}
+
+// A tree's sums at one of its sets (column `set` of [group][width]) in the order of its grid's
+// cells (cell_group: per cell, its group).
+__attribute__((always_inline)) inline void grid_cells(const vd* sums, std::size_t width, std::size_t set,
+                                                      const std::uint8_t* cell_group, std::int32_t n_cells,
+                                                      vd* cells) {
+  for (std::int32_t x = 0; x < n_cells; ++x) cells[x] = sums[static_cast<std::size_t>(cell_group[x]) * width + set];
 }
 
 // Per group of a tree's sums (live flags [group][row_width]), the sets i < n_sets (bit i of
@@ -378,13 +402,8 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     vd first_cells[kMaxProjectedLeaves], second_cells[kMaxProjectedLeaves];
     vi in_set[kMaxGridFeatures];
     for (std::int32_t si = live_from == kNeverAlive ? n_summed : summed_index(live_from); si < n_summed; ++si) {
-      for (std::int32_t x = 0; x < pv.groups_first; ++x) {
-        first_cells[x] = first_sum[static_cast<std::size_t>(pv.grid_first_group[x]) * n_first_steps + first_at[si]];
-      }
-      for (std::int32_t x = 0; x < pv.groups_second; ++x) {
-        second_cells[x] =
-            second_sum[static_cast<std::size_t>(pv.grid_second_group[x]) * n_second_steps + second_at[si]];
-      }
+      grid_cells(first_sum, n_first_steps, first_at[si], pv.grid_first_group, pv.groups_first, first_cells);
+      grid_cells(second_sum, n_second_steps, second_at[si], pv.grid_second_group, pv.groups_second, second_cells);
       const vi never = {};
       for (std::int32_t c = 0; c < grid.n_shared; ++c) {
         const std::int32_t j = grid.feature[c];
@@ -492,10 +511,8 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
     if (pv.grid != nullptr) {  // grid_sum, as eval_projected, the prefixes in the lanes
       const ProjectedGrid& grid = *pv.grid;
       vd first_cells[kMaxProjectedLeaves], second_cells[kMaxProjectedLeaves];
-      for (std::int32_t x = 0; x < pv.groups_first; ++x) first_cells[x] = groups.sum[pv.grid_first_group[x]];
-      for (std::int32_t x = 0; x < pv.groups_second; ++x) {
-        second_cells[x] = groups.sum[pv.groups_first + pv.grid_second_group[x]];
-      }
+      grid_cells(groups.sum, 1, 0, pv.grid_first_group, pv.groups_first, first_cells);
+      grid_cells(groups.sum + pv.groups_first, 1, 0, pv.grid_second_group, pv.groups_second, second_cells);
       vi in_set[kMaxGridFeatures];
       const vi never = {};
       for (std::int32_t c = 0; c < grid.n_shared; ++c) {
@@ -657,8 +674,47 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
                     [&](std::int32_t si) { return second_set[si]; }, second_live_sets);
   }
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
+  const bool grid = pv.grid != nullptr && set_masks;
+  if (grid) {
+    // Grids: each set the tree pair has live contracted (grid_sum), S's contraction shared by
+    // the S + {j} whose j the first tree does not split on (its sums and C's factors are S's:
+    // the same bits as contracting again). S's value is the set pass's, bit for bit.
+    std::uint64_t first_any = 0, second_any = 0;
+    for (std::int32_t g = 0; g < pv.groups_first; ++g) first_any |= first_live_sets[g];
+    for (std::int32_t h = 0; h < pv.groups_second; ++h) second_any |= second_live_sets[h];
+    const ProjectedGrid& grid_of = *pv.grid;
+    vi in_s[kMaxGridFeatures];  // the lanes whose S holds C's c-th feature
+    for (std::int32_t c = 0; c < grid_of.n_shared; ++c) {
+      in_s[c] = (vi)(((S >> static_cast<std::uint64_t>(grid_of.feature[c])) & 1u) != zero_u);
+    }
+    vd first_cells[kMaxProjectedLeaves], second_cells[kMaxProjectedLeaves];
+    vd room_s[2][kMaxGridTensor], room[2][kMaxGridTensor];
+    const vd* contracted_s = nullptr;
+    const std::size_t first_width = static_cast<std::size_t>(n_first_cand + 1);
+    const std::size_t second_width = static_cast<std::size_t>(n_second_cand + 1);
+    for (std::uint64_t f = first_any & second_any; f != 0; f &= f - 1) {
+      const std::int32_t si = __builtin_ctzll(f);
+      grid_cells(second.sum, second_width, static_cast<std::size_t>(second_set[si]), pv.grid_second_group,
+                 pv.groups_second, second_cells);
+      if (first_set[si] == 0) {
+        if (contracted_s == nullptr) {
+          grid_cells(first.sum, first_width, 0, pv.grid_first_group, pv.groups_first, first_cells);
+          contracted_s = grid_contract(pv, first_cells, in_s, intervals.sum, room_s);
+        }
+        value[si] = grid_dot(pv, contracted_s, second_cells);
+        continue;
+      }
+      const std::int32_t j = cand[si - 1];
+      vi in_x[kMaxGridFeatures];
+      const vi every = (vi)(zero_u == zero_u);
+      for (std::int32_t c = 0; c < grid_of.n_shared; ++c) in_x[c] = grid_of.feature[c] == j ? every : in_s[c];
+      grid_cells(first.sum, first_width, static_cast<std::size_t>(first_set[si]), pv.grid_first_group,
+                 pv.groups_first, first_cells);
+      value[si] = grid_dot(pv, grid_contract(pv, first_cells, in_x, intervals.sum, room), second_cells);
+    }
+  }
   std::size_t m = 0;
-  for (std::size_t q = 0; q < pv.n_meets; ++q) {
+  for (std::size_t q = 0; q < pv.n_meets && !grid; ++q) {
     const ProjectedMeet& meet = pv.meets[q];
     const std::uint64_t live = set_masks ? first_live_sets[meet.g] & second_live_sets[meet.h] : ~std::uint64_t{0};
     if (live == 0) {  // an exact zero in every lane of every set
@@ -810,8 +866,52 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
                   first_live_sets);
   group_live_sets(second, pv.groups_second, static_cast<std::size_t>(n_sets), n_sets, cell_in(second_relevant),
                   second_live_sets);
+  if (pv.grid != nullptr) {
+    // Grids: each set S + A the tree pair has live contracted (grid_sum). The contraction depends
+    // on the first tree's sums and C's factors only, so on A's candidates the first tree splits
+    // on (C is among them): one per K = A & first_relevant, shared by the sets that add only
+    // candidates the second tree alone splits on (the same bits as contracting again).
+    std::uint32_t first_any = 0, second_any = 0;
+    for (std::int32_t g = 0; g < pv.groups_first; ++g) first_any |= first_live_sets[g];
+    for (std::int32_t h = 0; h < pv.groups_second; ++h) second_any |= second_live_sets[h];
+    const std::uint32_t live = first_any & second_any;
+    const ProjectedGrid& grid = *pv.grid;
+    vi in_s[kMaxGridFeatures];  // the lanes whose S holds C's c-th feature
+    for (std::int32_t c = 0; c < grid.n_shared; ++c) {
+      in_s[c] = (vi)(((S >> static_cast<std::uint64_t>(grid.feature[c])) & 1u) != zero_u);
+    }
+    vd first_cells[kMaxProjectedLeaves], second_cells[kMaxProjectedLeaves];
+    vd room[2][kMaxGridTensor];
+    const std::int32_t second_only = relevant & ~first_relevant;
+    for (std::int32_t K = 0; K < n_sets; ++K) {
+      if ((K & ~first_relevant) != 0) continue;
+      std::uint32_t sets_of_K = 0;  // the live sets A with A & first_relevant == K
+      for (std::int32_t B = second_only;; B = (B - 1) & second_only) {
+        sets_of_K |= ((live >> (K | B)) & 1u) << (K | B);
+        if (B == 0) break;
+      }
+      if (sets_of_K == 0) continue;
+      vi in_x[kMaxGridFeatures];
+      for (std::int32_t c = 0; c < grid.n_shared; ++c) {
+        vu with = zero_u;
+        for (std::int32_t k = 0; k < r; ++k) {
+          if (((K >> k) & 1) != 0) with |= candidate[k];
+        }
+        in_x[c] = in_s[c] | (vi)(((with >> static_cast<std::uint64_t>(grid.feature[c])) & 1u) != zero_u);
+      }
+      grid_cells(first.sum, static_cast<std::size_t>(n_sets), static_cast<std::size_t>(K), pv.grid_first_group,
+                 pv.groups_first, first_cells);
+      const vd* contracted = grid_contract(pv, first_cells, in_x, intervals.sum, room);
+      for (std::uint32_t f = sets_of_K; f != 0; f &= f - 1) {
+        const std::int32_t A = __builtin_ctz(f);
+        grid_cells(second.sum, static_cast<std::size_t>(n_sets), static_cast<std::size_t>(A & second_relevant),
+                   pv.grid_second_group, pv.groups_second, second_cells);
+        value[A] = grid_dot(pv, contracted, second_cells);
+      }
+    }
+  }
   std::size_t m = 0;
-  for (std::size_t qi = 0; qi < pv.n_meets; ++qi) {
+  for (std::size_t qi = 0; qi < pv.n_meets && pv.grid == nullptr; ++qi) {
     const ProjectedMeet& meet = pv.meets[qi];
     const std::uint32_t live = first_live_sets[meet.g] & second_live_sets[meet.h];
     if (live == 0) {  // an exact zero in every lane of every set
