@@ -7,7 +7,9 @@
 //   A_X(g) = sum over leaves u of group g live in X of w_u * prod_{own entries of u in X} D
 // for both trees' groups, then
 //   V_X = sum over meets (g, h) of A_X(g) A_X(h) prod_{entries of the meet in X} D,
-// each lane on its own (a dead leaf adds an exact zero in its lane). A leaf is live in X where
+// each lane on its own (a dead leaf adds an exact zero in its lane); where both trees' groups
+// are grids (ProjectedGrid), the same sum as a contraction of the two grids, one feature of C at
+// a time (grid_contract, grid_dot), in every pass. A leaf is live in X where
 // x leaves its path only on features of X (its code says so: LaneView), and an entry is a
 // factor where X holds its feature. So the sum changes only with X's features either tree
 // splits on: in a curve, a prefix at which no lane's set gains one repeats the previous

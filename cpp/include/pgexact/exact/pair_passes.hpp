@@ -249,8 +249,9 @@ struct PairPasses {
                     double* sum, double* comp);
   // `greedy` and `tail` on a projected tree pair: PG2(S) into sum/comp and PG2(S + {j}) -
   // PG2(S) into corr[j] (plain) for every feature j; PG2 of each of the tail's sets. S's sum is
-  // `projected`'s for that set, bit for bit; S + {j}'s and S + A's multiply their candidates'
-  // masses last (within rounding of a set pass's, as the leaf-pair tail's are).
+  // `projected`'s for that set, bit for bit (meets, or the grids' contraction, as `projected`
+  // sums the pair); S + {j}'s and S + A's multiply their candidates' masses last (within
+  // rounding of a set pass's, as the leaf-pair tail's are).
   // `projected` for a block of one row (lane 0), its prefixes in the lanes instead, as
   // `curve_row`: the same operations per prefix, so the same bits as lane 0 of `projected`.
   void (*projected_row)(const ProjectedView&, const LaneView&, const CurveSets&, std::int64_t n_steps, double mult,
