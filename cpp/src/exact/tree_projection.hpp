@@ -78,7 +78,8 @@ struct ProjectedPlan {
   std::uint64_t features = 0, first_features = 0, second_features = 0;
   std::uint64_t shared = 0;  // C
   // Where both groupings are full grids on C and their contraction costs less than the meets
-  // (grid.n_shared > 0): ProjectedGrid.
+  // (grid.n_shared > 0): ProjectedGrid; the meets are then dropped (no pass reads them: a
+  // greedy step of more than 63 candidates would, so a pair splitting 64 features keeps them).
   ProjectedGrid grid;
   std::vector<std::uint8_t> grid_first_group, grid_second_group;
   std::vector<GridFactor> grid_factors;
