@@ -201,6 +201,7 @@ class PairSweep {
   // first sweep also plans them (sweep_units).
   void plan_sweeps(std::int64_t sweeps, std::int64_t vectors) {
     plan_share_ = planning_share(projections_.may_project(), vectors);
+    projections_.keep_plans(sweeps > 1);
     plan(control_, sweep_units(boxes, plan_share_).total(sweeps));
   }
   std::int64_t leaves(std::int64_t t) const { return tree_leaves(boxes, t); }

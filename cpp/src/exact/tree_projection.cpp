@@ -52,6 +52,7 @@ void build_grid(const TreeGrouping& first, const TreeGrouping& second, std::size
                 std::int32_t k_line, std::int32_t k_apart, ProjectedPlan& plan) {
   plan.grid.n_shared = 0;
   if (n_shared == 0 || n_shared > static_cast<std::size_t>(kMaxGridFeatures)) return;
+  if (plan.interval_cut.size() / 2 >= kGridEmpty) return;  // (a factor names its interval below the two codes)
   if (!grid_cells(first, n_shared, plan.grid_first_group) || !grid_cells(second, n_shared, plan.grid_second_group)) {
     return;
   }
@@ -517,7 +518,7 @@ const ProjectedPlan* Projections::get(std::int64_t t, std::int64_t s, PlanScratc
   decided = use ? 2 : 1;
   if (!use) return nullptr;
   // A plan on a grouping past its budget (the thread's scratch) is used once, not kept.
-  const bool keepable = scratch.plan.first != &scratch.first && scratch.plan.second != &scratch.second;
+  const bool keepable = keep_ && scratch.plan.first != &scratch.first && scratch.plan.second != &scratch.second;
   const auto bytes = static_cast<std::int64_t>(scratch.plan.bytes());
   if (keepable && used_.fetch_add(bytes) + bytes <= kBudget) {
     return kept_t.emplace(s, std::make_unique<ProjectedPlan>(scratch.plan)).first->second.get();
