@@ -141,10 +141,11 @@ inline constexpr std::int32_t kMaxProjectedLeaves = 64;
 //   T_c(b_0..b_c, a_c+1..) = sum over a_c of f_c(a_c, b_c) T_c-1(b_0..b_c-1, a_c, a_c+1..),
 // then V_X = sum over b of T(b) A_X(b). A feature's matrix has about as many nonzero entries
 // as intervals, so this costs a few times a grid's cells rather than its meets times |C|
-// (CatBoost(200) on housing: about a third of the meets' operations; ProjectedGrid::cost).
+// (CatBoost(200) on housing: about a third of the meets' operations; the plan uses it where it
+// costs less, build_grid in tree_projection.cpp).
 struct GridFactor {
   std::uint8_t a, b;        // intervals of the first tree, of the second, on the feature
-  std::uint16_t interval;   // the plan's interval of their intersection, or kGridLine
+  std::uint16_t interval;   // the plan's interval of their intersection, kGridLine or kGridEmpty
 };
 inline constexpr std::uint16_t kGridLine = 0xffff;  // the whole line: a factor of one
 // An interval of the second tree that meets none of the first's (an empty box: a tree that
@@ -196,8 +197,8 @@ struct ProjectedView {
   // one's mass once (a CatBoost tree pair has about 200 entries on about 10 intervals).
   const std::int32_t* interval_cut = nullptr;
   std::size_t n_intervals = 0;
-  // Where set, the two trees' groups are grids and the curve and set passes sum them so
-  // (ProjectedGrid) instead of the meets; the greedy passes sum the meets.
+  // Where set, the two trees' groups are grids and every pass sums them so (ProjectedGrid)
+  // instead of the meets (which the plan then has dropped: n_meets 0).
   const ProjectedGrid* grid = nullptr;
   const std::uint8_t* grid_first_group = nullptr;   // per cell of the first grid (row-major over C): its group
   const std::uint8_t* grid_second_group = nullptr;  // and of the second
