@@ -8,10 +8,11 @@ where that is cheaper (CatBoost's oblivious trees); ``PGEXACT_PROJECTION=always`
 tree pair it can, so these tests also run it on XGBoost and forests (and test_pair_kernel.py on
 LightGBM's missing-value rules, where boxes that do not meet can both hold x), and
 ``PGEXACT_PROJECTION=0`` turns it off. Where both trees' groups are grids (oblivious trees),
-sets and curves contract the grids feature by feature instead of summing the meets
-(``ProjectedGrid``); mode ``"meets"`` (``PGEXACT_PROJECTED_GRID=0``) sums the meets there too. Sets and curves must agree with the reference within
-1e-12 relative, never be negative, and give a row the same bits in any batch, on any thread
-count and from every SIMD build; greedy choices must be best candidates by the reference.
+every pass contracts the grids feature by feature instead of summing the meets
+(``ProjectedGrid``); mode ``"meets"`` (``PGEXACT_PROJECTED_GRID=0``) sums the meets there too.
+Sets and curves must agree with the reference within 1e-12 relative, never be negative, and give
+a row the same bits in any batch, on any thread count and from every SIMD build; greedy choices
+must be best candidates by the reference.
 """
 
 from __future__ import annotations
