@@ -190,6 +190,22 @@ __attribute__((always_inline)) inline void grid_cells(const vd* sums, std::size_
   for (std::int32_t x = 0; x < n_cells; ++x) cells[x] = sums[static_cast<std::size_t>(cell_group[x]) * width + set];
 }
 
+// Per feature c of a grid's C, the lanes whose set S holds it (a factor there), into in_s.
+__attribute__((always_inline)) inline void grid_lanes_holding(const ProjectedGrid& grid, vu S, vi* in_s) {
+  const vu zero_u = {};
+  for (std::int32_t c = 0; c < grid.n_shared; ++c) {
+    in_s[c] = (vi)(((S >> static_cast<std::uint64_t>(grid.feature[c])) & 1u) != zero_u);
+  }
+}
+
+// The sets in which some group of a tree is live: the union of group_live_sets' bits.
+template <typename Word>
+__attribute__((always_inline)) inline Word live_in_some_group(const Word* live_sets, std::int32_t n_groups) {
+  Word any = 0;
+  for (std::int32_t g = 0; g < n_groups; ++g) any |= live_sets[g];
+  return any;
+}
+
 // Per group of a tree's sums (live flags [group][row_width]), the sets i < n_sets (bit i of
 // out[group]) in which some leaf of the group is live: cell_of(i) is set i's cell in the
 // group's row, or -1 where the tree has no sum for it. A meet sums the sets where both its
@@ -681,20 +697,17 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
     // Grids: each set the tree pair has live contracted (grid_sum), S's contraction shared by
     // the S + {j} whose j the first tree does not split on (its sums and C's factors are S's:
     // the same bits as contracting again). S's value is the set pass's, bit for bit.
-    std::uint64_t first_any = 0, second_any = 0;
-    for (std::int32_t g = 0; g < pv.groups_first; ++g) first_any |= first_live_sets[g];
-    for (std::int32_t h = 0; h < pv.groups_second; ++h) second_any |= second_live_sets[h];
+    const std::uint64_t live = live_in_some_group(first_live_sets, pv.groups_first) &
+                               live_in_some_group(second_live_sets, pv.groups_second);
     const ProjectedGrid& grid_of = *pv.grid;
     vi in_s[kMaxGridFeatures];  // the lanes whose S holds C's c-th feature
-    for (std::int32_t c = 0; c < grid_of.n_shared; ++c) {
-      in_s[c] = (vi)(((S >> static_cast<std::uint64_t>(grid_of.feature[c])) & 1u) != zero_u);
-    }
+    grid_lanes_holding(grid_of, S, in_s);
     vd first_cells[kMaxProjectedLeaves], second_cells[kMaxProjectedLeaves];
     vd room_s[2][kMaxGridTensor], room[2][kMaxGridTensor];
     const vd* contracted_s = nullptr;
     const std::size_t first_width = static_cast<std::size_t>(n_first_cand + 1);
     const std::size_t second_width = static_cast<std::size_t>(n_second_cand + 1);
-    for (std::uint64_t f = first_any & second_any; f != 0; f &= f - 1) {
+    for (std::uint64_t f = live; f != 0; f &= f - 1) {
       const std::int32_t si = __builtin_ctzll(f);
       grid_cells(second.sum, second_width, static_cast<std::size_t>(second_set[si]), pv.grid_second_group,
                  pv.groups_second, second_cells);
@@ -873,15 +886,11 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
     // on the first tree's sums and C's factors only, so on A's candidates the first tree splits
     // on (C is among them): one per K = A & first_relevant, shared by the sets that add only
     // candidates the second tree alone splits on (the same bits as contracting again).
-    std::uint32_t first_any = 0, second_any = 0;
-    for (std::int32_t g = 0; g < pv.groups_first; ++g) first_any |= first_live_sets[g];
-    for (std::int32_t h = 0; h < pv.groups_second; ++h) second_any |= second_live_sets[h];
-    const std::uint32_t live = first_any & second_any;
+    const std::uint32_t live = live_in_some_group(first_live_sets, pv.groups_first) &
+                               live_in_some_group(second_live_sets, pv.groups_second);
     const ProjectedGrid& grid = *pv.grid;
     vi in_s[kMaxGridFeatures];  // the lanes whose S holds C's c-th feature
-    for (std::int32_t c = 0; c < grid.n_shared; ++c) {
-      in_s[c] = (vi)(((S >> static_cast<std::uint64_t>(grid.feature[c])) & 1u) != zero_u);
-    }
+    grid_lanes_holding(grid, S, in_s);
     vd first_cells[kMaxProjectedLeaves], second_cells[kMaxProjectedLeaves];
     vd room[2][kMaxGridTensor];
     const std::int32_t second_only = relevant & ~first_relevant;

@@ -14,6 +14,10 @@ void ProjectedPlan::clear() {
   meet_interval.clear();
   interval_cut.clear();
   features = first_features = second_features = shared = 0;
+  clear_grid();
+}
+
+void ProjectedPlan::clear_grid() {
   grid.n_shared = 0;
   grid_first_group.clear();
   grid_second_group.clear();
@@ -22,11 +26,17 @@ void ProjectedPlan::clear() {
 
 namespace {
 
+// Per feature c of C, per pair of the two trees' intervals there, project_tree_pair's meet
+// entry: kLine (the intersection is the whole line: no entry), kApart (empty: only a special
+// value both admit can be in both), or the index of the intersection among the plan's
+// intervals (each distinct interval once: a pass computes its mass once).
+constexpr std::int32_t kLine = -1, kApart = -2;
+
 // Per cell of a grouping's grid on C (row-major over C's features: interval of the first
 // outermost), its group, into cell_group; false where the groups are not a full grid (fewer or
 // more groups than combinations of the intervals: leaves that differ on C only by the special
 // values their paths admit, or a tree that is not oblivious).
-bool grid_cells(const TreeGrouping& grouping, std::size_t n_shared, std::vector<std::uint8_t>& cell_group) {
+bool cell_groups(const TreeGrouping& grouping, std::size_t n_shared, std::vector<std::uint8_t>& cell_group) {
   std::size_t cells = 1;
   for (std::size_t c = 0; c < n_shared; ++c) cells *= grouping.intervals[c].size();
   const auto n_groups = static_cast<std::size_t>(grouping.n_groups());
@@ -46,17 +56,16 @@ bool grid_cells(const TreeGrouping& grouping, std::size_t n_shared, std::vector<
 // The plan's ProjectedGrid where both groupings are full grids, no meet comes from a special
 // value alone (then the meets are exactly the pairs of cells apart on no feature), the
 // contraction's tensors fit the pass's room and it costs less than the meets; `entry`: per
-// feature c and pair of intervals, as project_tree_pair's (kLine, kApart, or an interval).
-void build_grid(const TreeGrouping& first, const TreeGrouping& second, std::size_t n_shared,
+// feature c and pair of intervals, project_tree_pair's meet entries. Returns whether the plan
+// has one (else the caller clears what was built).
+bool build_grid(const TreeGrouping& first, const TreeGrouping& second, std::size_t n_shared,
                 const std::int32_t* feature_of, const std::vector<std::int32_t>& entry, const std::size_t* entry_begin,
-                std::int32_t k_line, std::int32_t k_apart, ProjectedPlan& plan) {
-  plan.grid.n_shared = 0;
-  if (n_shared == 0 || n_shared > static_cast<std::size_t>(kMaxGridFeatures)) return;
-  if (plan.interval_cut.size() / 2 >= kGridEmpty) return;  // (a factor names its interval below the two codes)
-  if (!grid_cells(first, n_shared, plan.grid_first_group) || !grid_cells(second, n_shared, plan.grid_second_group)) {
-    return;
+                ProjectedPlan& plan) {
+  if (n_shared == 0 || n_shared > static_cast<std::size_t>(kMaxGridFeatures)) return false;
+  if (plan.interval_cut.size() / 2 >= kGridEmpty) return false;  // (a factor names its interval below the two codes)
+  if (!cell_groups(first, n_shared, plan.grid_first_group) || !cell_groups(second, n_shared, plan.grid_second_group)) {
+    return false;
   }
-  plan.grid_factors.clear();
   std::size_t cells_meeting = 1;  // pairs of cells apart on no feature
   for (std::size_t c = 0; c < n_shared; ++c) {
     const std::size_t n_t = first.intervals[c].size(), n_s = second.intervals[c].size();
@@ -72,9 +81,9 @@ void build_grid(const TreeGrouping& first, const TreeGrouping& second, std::size
       const std::size_t before = plan.grid_factors.size();
       for (std::size_t i = 0; i < n_t; ++i) {
         const std::int32_t e = entry[entry_begin[c] + i * n_s + k];
-        if (e == k_apart) continue;
+        if (e == kApart) continue;
         plan.grid_factors.push_back(GridFactor{static_cast<std::uint8_t>(i), static_cast<std::uint8_t>(k),
-                                               e == k_line ? kGridLine : static_cast<std::uint16_t>(e)});
+                                               e == kLine ? kGridLine : static_cast<std::uint16_t>(e)});
       }
       nonzero += plan.grid_factors.size() - before;
       if (plan.grid_factors.size() == before) {
@@ -84,7 +93,7 @@ void build_grid(const TreeGrouping& first, const TreeGrouping& second, std::size
     cells_meeting *= nonzero;
   }
   plan.grid.factor_begin[n_shared] = static_cast<std::uint32_t>(plan.grid_factors.size());
-  if (cells_meeting != plan.meets.size()) return;  // a special value makes more pairs meet
+  if (cells_meeting != plan.meets.size()) return false;  // a special value makes more pairs meet
   // The contraction's cost: at feature c, each nonzero factor times the cells of the rest (the
   // second's intervals on the features before c, the first's after it), then the second's
   // cells; the meets': per meet its two sums, their product, its entries and the sum.
@@ -93,12 +102,12 @@ void build_grid(const TreeGrouping& first, const TreeGrouping& second, std::size
     std::int64_t rest = 1, out = plan.grid.n_second[c];
     for (std::size_t x = 0; x < c; ++x) rest *= plan.grid.n_second[x];
     for (std::size_t x = c + 1; x < n_shared; ++x) rest *= plan.grid.n_first[x];
-    if (rest * out > kMaxGridTensor) return;
+    if (rest * out > kMaxGridTensor) return false;
     grid_cost += 2.0 * static_cast<double>(rest) *
                  static_cast<double>(plan.grid.factor_begin[c + 1] - plan.grid.factor_begin[c]);
   }
   const double meet_cost = static_cast<double>(4 * plan.meets.size() + 2 * plan.meet_feature.size());
-  if (grid_cost >= meet_cost) return;
+  if (grid_cost >= meet_cost) return false;
   plan.grid.n_shared = static_cast<std::int32_t>(n_shared);
   // The passes then sum the grids, never the meets (a greedy step of more than 63 candidates
   // would: at most 63 features split on), so the plan drops them: it is about half the size, and
@@ -109,6 +118,7 @@ void build_grid(const TreeGrouping& first, const TreeGrouping& second, std::size
     plan.meet_feature.clear();
     plan.meet_interval.clear();
   }
+  return true;
 }
 
 }  // namespace
@@ -251,11 +261,8 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
                      static_cast<std::int64_t>(leaves_t) * leaves_s) {
     return false;
   }
-  // Per feature c of C, per pair of the trees' intervals there (their boxes'), the meet entry:
-  // kLine (the intersection is the whole line: no entry), kApart (empty: only a special value
-  // both admit can be in both), or the index of the intersection among the plan's intervals
-  // (each distinct interval once: a pass computes its mass once).
-  constexpr std::int32_t kLine = -1, kApart = -2;
+  // Per feature c of C, per pair of the trees' intervals there (their boxes'), the meet entry
+  // (kLine, kApart or an interval).
   // (A group's partners are found as bits: groupings of at most 64 groups, which every tree of
   // at most kMaxProjectedLeaves leaves has.)
   if (groups_first > 64 || groups_second > 64) return false;
@@ -369,7 +376,7 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
                                                     first.own_feature.size() + second.own_feature.size() +
                                                     plan.meets.size() + plan.meet_feature.size());
   const bool use = always || projected_cost * kProjectedWeight < pair_cost;
-  if (use && grid) build_grid(first, second, n_shared, feature_of, entry, entry_begin, kLine, kApart, plan);
+  if (use && grid && !build_grid(first, second, n_shared, feature_of, entry, entry_begin, plan)) plan.clear_grid();
   return use;
 }
 

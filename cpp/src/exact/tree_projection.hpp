@@ -121,6 +121,7 @@ struct ProjectedPlan {
            sizeof(ProjectedGrid) + 128;
   }
   void clear();
+  void clear_grid();  // no grid (what a failed build_grid filled is dropped)
 };
 
 // What a thread builds plans with: the plan, and the groupings of its two trees where the call
