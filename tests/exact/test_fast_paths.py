@@ -141,6 +141,64 @@ def test_pg2_fast_equals_reference_every_single_feature(model):
                       core_exact.pg2(model.arena, X, mask, noise, 1, Kernel.reference))
 
 
+def test_pg2_fast_equals_reference_every_pair_of_features(model):
+    """|S| = 2 takes the sum over the two features' grid of cells (two_feature_grid.cpp), in
+    every noise family, on rows on and beside thresholds and with NaN (one of the two features
+    then stays put: the sweep of the other)."""
+    X = _rows(model, 22)
+    d = model.d
+    rng = np.random.default_rng(23)
+    for families in ((0,), (1,), (2,), (0, 1, 2)):
+        noise = _noise(d, rng, families)
+        for j in range(d):
+            for i in range(j + 1, d):
+                mask = np.zeros(d, dtype=np.uint8)
+                mask[[j, i]] = 1
+                _assert_close(core_exact.pg2(model.arena, X, mask, noise, 1),
+                              core_exact.pg2(model.arena, X, mask, noise, 1, Kernel.reference))
+
+
+@pytest.mark.parametrize("gridded", ["0", "1"])
+def test_greedy_second_step_on_grids_equals_reference(model, monkeypatch, gridded):
+    """The greedy ranking's step 1 on the two-feature grids (PGEXACT_GRIDDED_STEP=1) and as a
+    pass (=0): the same curve within 1e-12 of the reference, the same choices but near-ties."""
+    monkeypatch.setenv("PGEXACT_GRIDDED_STEP", gridded)
+    X = _rows(model, 24)
+    d = model.d
+    noise = _noise(d, np.random.default_rng(25))
+    r_ref, c_ref = core_exact.greedy_rank(model.arena, X, noise, 1, Kernel.reference)
+    r_fast, c_fast = core_exact.greedy_rank(model.arena, X, noise, 2, Kernel.pairs)
+    _assert_close(c_fast, c_ref)
+    for i in range(X.shape[0]):
+        for k in range(d):
+            if r_fast[i, k] != r_ref[i, k]:
+                assert abs(c_fast[i, k] - c_ref[i, k]) <= 1e-10 * max(c_ref[i, k], 1e-300)
+                break
+
+
+def test_greedy_second_step_on_grids_changes_only_rounding(model, monkeypatch):
+    """Grids against the pass for step 1: the same rankings, curves within 1e-13; and, where
+    step 1 is not one of the last four steps (those are one pass over every set they can ask
+    for), the grids were taken: the curve's first column is then pg2 of the first choice bit
+    for bit, the sweep's value, where the pass gave its own rounding of it."""
+    X = np.vstack([_rows(model, 26), model.X[:30]])
+    d = model.d
+    noise = _noise(d, np.random.default_rng(27))
+    got = {}
+    for gridded in ("0", "1"):
+        monkeypatch.setenv("PGEXACT_GRIDDED_STEP", gridded)
+        got[gridded] = core_exact.greedy_rank(model.arena, X, noise, 1, Kernel.pairs)
+    np.testing.assert_array_equal(got["0"][0], got["1"][0])
+    np.testing.assert_allclose(got["1"][1], got["0"][1], rtol=1e-13, atol=1e-300)
+    ranking, curve = got["1"]
+    masks = np.zeros((X.shape[0], d), dtype=np.uint8)
+    masks[np.arange(X.shape[0]), ranking[:, 0]] = 1
+    first = core_exact.pg2(model.arena, X, masks, noise, 1)
+    if d - 4 > 1:
+        np.testing.assert_array_equal(curve[:, 0], first)
+        assert np.any(got["0"][1][:, 0] != first)  # the pass's own rounding: the switch switched
+
+
 def test_curve_fast_equals_reference(model):
     """pg2_curve shares work across prefixes; every column must still match the reference."""
     rng = np.random.default_rng(14)
@@ -345,3 +403,43 @@ def test_one_feature_the_model_does_not_move_within_reach_is_exactly_zero():
     for kernel in (Kernel.pairs, Kernel.walks, Kernel.reference):
         assert core_exact.pg2(ens._arena, row, mask, noise, 1, kernel)[0] == 0.0
     assert pgexact.pg2(model, row, [0], sigma=sigma, noise="uniform")[0] == 0.0
+
+
+def test_two_features_the_model_does_not_move_within_reach_are_exactly_zero():
+    """PG2 of two features is a sum over their grid's cells, whose values are prefix sums of
+    every leaf's change: where the model is flat over the noise's support (the library's own
+    predict on a grid of it) the sums' residues must not leave a (1 ulp)^2, and PG2 is exactly
+    0; with one boundary within reach it is positive and agrees with the reference."""
+    from catboost import CatBoostRegressor
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(500, 4))
+    y = np.sin(X[:, 0]) + X[:, 1] * X[:, 2] + 0.5 * (X[:, 3] > 0) + 0.2 * rng.normal(size=500)
+    model = CatBoostRegressor(iterations=30, depth=4, verbose=0, thread_count=1, random_seed=5,
+                              allow_writing_files=False).fit(X, y)
+    ens = pgexact.load(model)
+    row = rng.normal(size=(1, 4))
+    # x_0 and x_1 midway in the widest gap between CatBoost's borders (its splits' thresholds
+    # are among them), the support narrower than the gaps: the model cannot move there.
+    half = np.inf
+    for j in (0, 1):
+        b = np.sort(np.asarray(model.get_borders()[j], dtype=np.float64))
+        k = int(np.argmax(np.diff(b)))
+        row[0, j] = (b[k] + b[k + 1]) / 2
+        half = min(half, (b[k + 1] - b[k]) / 4)
+    sigma = half / np.sqrt(3.0)
+    grid = np.repeat(row, 201 * 201, axis=0)
+    g0, g1 = np.meshgrid(np.linspace(-half, half, 201), np.linspace(-half, half, 201))
+    grid[:, 0] += g0.ravel()
+    grid[:, 1] += g1.ravel()
+    assert np.ptp(model.predict(grid)) == 0.0
+    noise = Perturbation(np.full(4, sigma), np.ones(4, np.uint8))  # uniform
+    mask = np.array([1, 1, 0, 0], dtype=np.uint8)
+    for kernel in (Kernel.pairs, Kernel.walks, Kernel.reference):
+        assert core_exact.pg2(ens._arena, row, mask, noise, 1, kernel)[0] == 0.0
+    assert pgexact.pg2(model, np.repeat(row, 3, axis=0), [0, 1], sigma=sigma, noise="uniform").tolist() == [0.0] * 3
+    wide = Perturbation(np.full(4, 4 * sigma), np.ones(4, np.uint8))
+    got = core_exact.pg2(ens._arena, np.repeat(row, 3, axis=0), mask, wide, 1)
+    ref = core_exact.pg2(ens._arena, np.repeat(row, 3, axis=0), mask, wide, 1, Kernel.reference)
+    assert np.all(got > 0.0)
+    _assert_close(got, ref)

@@ -23,6 +23,8 @@ namespace pgexact {
 using walk::kMaxRecursionDepth;
 using walk::pair_covariance_deep;
 using walk::pg2_single_feature;
+using walk::pg2_two_features;
+using walk::two_feature_grid_fits;
 using walk::set_perturbed;
 using walk::tree_covariances_reference;
 using walk::tree_moments;
@@ -40,6 +42,11 @@ double pg2_row(const Arena& a, const Noise& noise, const std::uint8_t* perturbed
   const std::int32_t count = set_perturbed(a, noise, perturbed, ws, &last);
   if (count == 0) return 0.0;
   if (count == 1 && pruning != Pruning::None) return pg2_single_feature(a, ws, last);
+  if (count == 2 && pruning != Pruning::None) {
+    std::int32_t first = 0;
+    while (ws.perturbed[first] == 0) ++first;
+    if (two_feature_grid_fits(a, first, last)) return pg2_two_features(a, ws, first, last);
+  }
   if (pruning != Pruning::None && a.max_depth <= kMaxRecursionDepth) {
     // The pair walk for this one set (the shared walk with a single variant).
     const Variant one{ws.row, perturbed};
@@ -158,14 +165,26 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
   const std::int64_t d = a.n_features;
   if (fastest(pruning) && pairs_apply(a)) {
     // A row with one effectively perturbed feature (or none) is a sweep over that feature's
-    // boundaries, O(leaves) instead of the pairs its feature reaches; the others go to the
-    // leaf-pair kernel. The choice is the row's own (NaN entries are never perturbed), so a
-    // row's value still does not depend on the other rows of the call.
+    // boundaries, O(leaves) instead of the pairs its feature reaches, and one with two a sum
+    // over their grid's cells where it is small enough; the others go to the leaf-pair kernel.
+    // The choice is the row's own (NaN entries are never perturbed), so a row's value still
+    // does not depend on the other rows of the call.
     std::vector<std::int64_t> swept, paired;
     for (std::int64_t i = 0; i < n_rows; ++i) {
       const double* x = X + i * d;
       const std::uint8_t* mask = perturbed + (mask_per_row ? i * d : 0);
-      (walk::count_perturbed(noise, mask, x, d, 2) <= 1 && !noise.has_categorical() ? swept : paired).push_back(i);
+      bool sweep = false;
+      if (!noise.has_categorical()) {
+        std::int32_t features[2], count = 0;
+        for (std::int64_t j = 0; j < d && count <= 2; ++j) {
+          if (walk::perturbs_in_row(noise, mask, x, j)) {
+            if (count < 2) features[count] = static_cast<std::int32_t>(j);
+            ++count;
+          }
+        }
+        sweep = count <= 1 || (count == 2 && two_feature_grid_fits(a, features[0], features[1]));
+      }
+      (sweep ? swept : paired).push_back(i);
     }
     if (swept.empty()) {
       pg2_pairs(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control, tol);

@@ -11,6 +11,7 @@
 #include "pair_lanes.hpp"
 #include "pair_sweep.hpp"
 #include "row_subsets.hpp"
+#include "walk_common.hpp"
 #include "pgexact/exact/kernels.hpp"
 #include "pgexact/exact/leaf_pairs.hpp"
 
@@ -407,6 +408,71 @@ void single_feature_step(const Arena& a, const Noise& noise, const double* X, st
   (void)threads;
 }
 
+// The greedy ranking's step 1 without a pass where the two-feature grids cost less: per row
+// and candidate j, PG2 of {first, j} (pg2_row: the grid of the two features, or the sweep of
+// one where the other cannot move in the row), first the row's step-0 choice; into
+// values[i * d + j]. These values are exact (no pruning), so the choice needs no certificate.
+void two_feature_step(const Arena& a, const Noise& noise, const double* X, std::int64_t r0, std::int64_t rows,
+                      const std::int64_t* first, std::uint64_t candidates, int threads, std::vector<double>& values,
+                      RunControl* control) {
+  const std::int64_t d = a.n_features;
+  values.assign(static_cast<std::size_t>(rows * d), 0.0);
+#ifdef PGEXACT_OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+  {
+    Workspace ws(a);
+    std::vector<std::uint8_t> mask(static_cast<std::size_t>(d), 0);
+#ifdef PGEXACT_OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (std::int64_t i = 0; i < rows; ++i) {
+      if (stopped(control)) continue;
+      ws.begin_row(X + (r0 + i) * d);
+      const std::int64_t f = first[i * d];
+      mask[static_cast<std::size_t>(f)] = 1;
+      for (std::uint64_t rest = candidates & ~bit(static_cast<std::int32_t>(f)); rest != 0; rest &= rest - 1) {
+        const std::int32_t j = __builtin_ctzll(rest);
+        mask[static_cast<std::size_t>(j)] = 1;
+        values[static_cast<std::size_t>(i * d + j)] = pg2_row(a, noise, mask.data(), ws, Pruning::Full);
+        mask[static_cast<std::size_t>(j)] = 0;
+      }
+      mask[static_cast<std::size_t>(f)] = 0;
+    }
+  }
+  (void)threads;
+}
+
+// Whether step 1 of a greedy ranking is cheaper on the two-feature grids than as a pass, per
+// row: a pass costs at least about 2 ns per unit of a sweep (a pair of leaves) and vector of
+// eight rows (the 64-row step-1 passes of XGBoost() and CatBoost(200) on housing took 0.5 and
+// 0.9 s), a set on a grid about 4 ns per corner and 1 ns per leaf of the model (measured per
+// set on housing: XGBoost() 225 us, CatBoost(200) 105, XGBoost(500, depth 8) 634,
+// GradientBoostingRegressor() 35 us, whose pass of 800 leaves costs less). The choice depends
+// on the model and the noise alone, not on the rows or their number: a row's bits do not
+// depend on its batch (pgexact.dask's blocks among them).
+// PGEXACT_GRIDDED_STEP=0 never takes the grids, =1 always where they fit (tests and
+// before/after comparisons).
+bool second_step_on_grids(const Arena& a, const LeafBoxes& boxes, std::uint64_t choosable) {
+  const char* forced = std::getenv("PGEXACT_GRIDDED_STEP");
+  if (forced != nullptr && forced[0] == '0') return false;
+  double corners = 0.0;  // the largest grid of two candidates
+  for (std::uint64_t f = choosable; f != 0; f &= f - 1) {
+    for (std::uint64_t g = f & (f - 1); g != 0; g &= g - 1) {
+      const std::int32_t j = __builtin_ctzll(f), i = __builtin_ctzll(g);
+      if (!walk::two_feature_grid_fits(a, j, i)) return false;
+      const double pieces_j = a.feature_bounds_begin[j + 1] - a.feature_bounds_begin[j];
+      const double pieces_i = a.feature_bounds_begin[i + 1] - a.feature_bounds_begin[i];
+      corners = std::max(corners, pieces_j * pieces_i);
+    }
+  }
+  if (forced != nullptr && forced[0] == '1') return true;
+  const double candidates = __builtin_popcountll(choosable) - 1;
+  const double grid_ns = candidates * (4.0 * corners + boxes.n_leaves());
+  const double pass_ns = 2.0 * static_cast<double>(sweep_units(boxes, 0.0).sweep) / kLanes;
+  return grid_ns < pass_ns;
+}
+
 void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,
                             std::int64_t* ranking_out, double* curve_out, RunControl* control,
                             const PruneBudget& prune) {
@@ -425,7 +491,7 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
   }
   Lanes lanes;
   Liveness live;
-  std::vector<double> sum, comp, total, corr, corr_total, skipped_none, skipped_by, single;
+  std::vector<double> sum, comp, total, corr, corr_total, skipped_none, skipped_by, single, pair_values;
   std::vector<std::uint64_t> chosen, cand;
   std::vector<std::int64_t> failed;
   std::vector<std::uint8_t> row_failed;
@@ -446,9 +512,12 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
   // the noise has categorical features: a pass fewer.
   const bool swept_first = !noise.has_categorical() && n_candidates > tail_r;
   const std::int64_t block = block_rows(a, boxes, std::max<std::int64_t>(2 + d, 2 * n_tail_sets), n_rows);
+  // Step 1 on the two-feature grids (two_feature_step) where it is not the tail's and they cost
+  // less than its pass: another pass fewer.
+  const bool gridded_second = swept_first && n_candidates - tail_r > 1 && second_step_on_grids(a, boxes, choosable);
   sweep.plan_sweeps((n_rows + block - 1) / block *
                     ((n_candidates >= 2 ? n_candidates - tail_r + tail_weight : n_candidates + 1) -
-                     (swept_first ? 1 : 0)),
+                     (swept_first ? 1 : 0) - (gridded_second ? 1 : 0)),
                     block_vectors(block, n_rows));
   for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
@@ -529,6 +598,20 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
           const std::int32_t best = best_candidate(single.data() + static_cast<std::size_t>(i * d), choosable);
           chosen[static_cast<std::size_t>(i)] |= bit(best);
           ranking_out[(r0 + i) * d] = best;
+        }
+        continue;
+      }
+      if (step == 1 && gridded_second) {
+        two_feature_step(a, noise, X, r0, rows, ranking_out + r0 * d, choosable, threads, pair_values, control);
+        if (sweep.stopped()) return;
+        for (std::int64_t i = 0; i < rows; ++i) {
+          const std::int64_t f = ranking_out[(r0 + i) * d];
+          // The curve's first entry: PG2 of the first choice, from its sweep (as pg2 gives it).
+          curve_out[(r0 + i) * d] = single[static_cast<std::size_t>(i * d + f)];
+          const std::uint64_t candidates = choosable & ~chosen[static_cast<std::size_t>(i)];
+          const std::int32_t best = best_candidate(pair_values.data() + static_cast<std::size_t>(i * d), candidates);
+          chosen[static_cast<std::size_t>(i)] |= bit(best);
+          ranking_out[(r0 + i) * d + 1] = best;
         }
         continue;
       }

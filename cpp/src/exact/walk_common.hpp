@@ -208,6 +208,15 @@ double tree_covariances_reference(const Arena& a, Workspace& ws, std::int64_t t,
 // PG2 with the single feature j perturbed: the bucket sweep (single_feature_sweep.cpp).
 double pg2_single_feature(const Arena& a, Workspace& ws, std::int32_t j);
 
+// PG2 with the two features j != i perturbed (both effectively, their CDFs filled): a sum over
+// the cells of their boundaries' grid (two_feature_grid.cpp), where two_feature_grid_fits.
+// Corners of the grid at most: 2 MiB of sums a thread, and about a millisecond a set at most
+// (a CatBoost or histogram-binned model has up to 255 pieces a feature, 66,000 corners);
+// forests' continuous thresholds give far larger grids, which the pair kernels sum instead.
+inline constexpr std::int64_t kMaxGridCorners = std::int64_t{1} << 17;
+bool two_feature_grid_fits(const Arena& a, std::int32_t j, std::int32_t i);
+double pg2_two_features(const Arena& a, Workspace& ws, std::int32_t j, std::int32_t i);
+
 // Pass 1 of every walked variant into ws's per-variant tables (conditional means per node,
 // boundary CDFs, tree means and masks, its row and features, the variants perturbing each
 // feature; see Workspace), with each variant's bias E f - f(x) and sum_t Var f_t, compensated

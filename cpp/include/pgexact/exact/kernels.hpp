@@ -134,6 +134,14 @@ class Workspace {
   std::vector<Undo> undo, inner_undo;
   std::vector<std::int32_t> reached;
   std::vector<SweepItem> sweep;
+  // The two-feature grid (two_feature_grid.cpp): per cell corner, the value changes entering
+  // there, then the compensated prefix sums' high and low parts; per column, the running sums.
+  struct GridItem {
+    std::int32_t node;
+    std::int32_t lo_j, hi_j, lo_i, hi_i;  // the box on the two perturbed features
+  };
+  std::vector<GridItem> grid_stack;
+  std::vector<double> grid_high, grid_low, grid_column_high, grid_column_low, grid_mass;
   // Shared walks (pg2_variants): per variant, the pass-1 conditional means ([node][variant]),
   // boundary CDFs ([boundary][variant]), tree means and masks, its row and the features it
   // perturbs; per feature, the variants perturbing it; per recursion level, P(box) and the
