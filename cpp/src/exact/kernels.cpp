@@ -173,18 +173,7 @@ void pg2_batch(const Arena& a, const Noise& noise, const double* X, std::int64_t
     for (std::int64_t i = 0; i < n_rows; ++i) {
       const double* x = X + i * d;
       const std::uint8_t* mask = perturbed + (mask_per_row ? i * d : 0);
-      bool sweep = false;
-      if (!noise.has_categorical()) {
-        std::int32_t features[2], count = 0;
-        for (std::int64_t j = 0; j < d && count <= 2; ++j) {
-          if (walk::perturbs_in_row(noise, mask, x, j)) {
-            if (count < 2) features[count] = static_cast<std::int32_t>(j);
-            ++count;
-          }
-        }
-        sweep = count <= 1 || (count == 2 && two_feature_grid_fits(a, features[0], features[1]));
-      }
-      (sweep ? swept : paired).push_back(i);
+      (!noise.has_categorical() && walk::swept_or_gridded(a, noise, mask, x) ? swept : paired).push_back(i);
     }
     if (swept.empty()) {
       pg2_pairs(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control, tol);

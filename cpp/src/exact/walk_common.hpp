@@ -217,6 +217,18 @@ inline constexpr std::int64_t kMaxGridCorners = std::int64_t{1} << 17;
 bool two_feature_grid_fits(const Arena& a, std::int32_t j, std::int32_t i);
 double pg2_two_features(const Arena& a, Workspace& ws, std::int32_t j, std::int32_t i);
 
+// Whether row x's set (mask) perturbs at most one feature, or two whose grid fits: pg2_row
+// then sweeps or sums the grid instead of walking pairs.
+inline bool swept_or_gridded(const Arena& a, const Noise& noise, const std::uint8_t* mask, const double* x) {
+  std::int32_t features[2], count = 0;
+  for (std::int64_t j = 0; j < a.n_features && count <= 2; ++j) {
+    if (!perturbs_in_row(noise, mask, x, j)) continue;
+    if (count < 2) features[count] = static_cast<std::int32_t>(j);
+    ++count;
+  }
+  return count <= 1 || (count == 2 && two_feature_grid_fits(a, features[0], features[1]));
+}
+
 // Pass 1 of every walked variant into ws's per-variant tables (conditional means per node,
 // boundary CDFs, tree means and masks, its row and features, the variants perturbing each
 // feature; see Workspace), with each variant's bias E f - f(x) and sum_t Var f_t, compensated
