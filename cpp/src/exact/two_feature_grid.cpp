@@ -111,14 +111,21 @@ double pg2_two_features(const Arena& a, Workspace& ws, std::int32_t j, std::int3
   if (scale == 0.0) return 0.0;  // no tree changes within the grid
   // Prefix sums along i within each row, then down each column, each carried with its
   // rounding errors; high then holds D per cell.
-  for (std::size_t r = 0; r < static_cast<std::size_t>(n_j); ++r) {
-    double s = 0.0, c = 0.0;
+  // Rows four at a time: each row's chain of additions is the same, and four chains side by
+  // side hide the latency of each (a two-sum waits on the one before it).
+  constexpr std::size_t kRows = 4;
+  for (std::size_t r0 = 0; r0 < static_cast<std::size_t>(n_j); r0 += kRows) {
+    const std::size_t rows = std::min(kRows, static_cast<std::size_t>(n_j) - r0);
+    double s[kRows] = {}, c[kRows] = {};
     for (std::size_t b = 0; b < static_cast<std::size_t>(n_i); ++b) {
-      double e;
-      two_sum(s, high[r * width + b], s, e);
-      c += e + low[r * width + b];
-      high[r * width + b] = s;
-      low[r * width + b] = c;
+      for (std::size_t k = 0; k < rows; ++k) {
+        const std::size_t at = (r0 + k) * width + b;
+        double e;
+        two_sum(s[k], high[at], s[k], e);
+        c[k] += e + low[at];
+        high[at] = s[k];
+        low[at] = c[k];
+      }
     }
   }
   std::vector<double>& column_high = ws.grid_column_high;
