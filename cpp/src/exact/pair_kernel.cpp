@@ -374,47 +374,21 @@ bool choice_certified(std::int32_t best, const double* value, std::uint64_t cand
   return true;
 }
 
-// A greedy ranking's first step without a pass over the pairs: PG2 of each candidate alone is
-// a sweep over that feature's boundaries (pg2_row's single-feature sweep: O(trees x depth) per
-// row and feature), where the pass costs about as much as any later step's (1.8 of 17 s on 64
-// rows of CatBoost(200), 0.4-0.9 of 5.5 s on XGBoost). values[i * d + j] for rows r0 .. r0 +
-// rows and candidates j; 0 where the row's x_j is NaN (perturbing it changes nothing), as the
-// pass gives. Only the first choice reads these values, which are within rounding of the
-// pass's: the curve's first entry is PG2 of the chosen feature from step 1's pass, as before.
-// Not with categorical noise (the sweep is for numeric features; the pass runs then).
-void single_feature_step(const Arena& a, const Noise& noise, const double* X, std::int64_t r0, std::int64_t rows,
-                         std::uint64_t candidates, int threads, std::vector<double>& values) {
-  const std::int64_t d = a.n_features;
-  values.assign(static_cast<std::size_t>(rows * d), 0.0);
-#ifdef PGEXACT_OPENMP
-#pragma omp parallel num_threads(threads)
-#endif
-  {
-    Workspace ws(a);
-    std::vector<std::uint8_t> mask(static_cast<std::size_t>(d), 0);
-#ifdef PGEXACT_OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
-    for (std::int64_t i = 0; i < rows; ++i) {
-      ws.begin_row(X + (r0 + i) * d);
-      for (std::uint64_t f = candidates; f != 0; f &= f - 1) {
-        const std::int32_t j = __builtin_ctzll(f);
-        mask[static_cast<std::size_t>(j)] = 1;
-        values[static_cast<std::size_t>(i * d + j)] = pg2_row(a, noise, mask.data(), ws, Pruning::Full);
-        mask[static_cast<std::size_t>(j)] = 0;
-      }
-    }
-  }
-  (void)threads;
-}
-
-// The greedy ranking's step 1 without a pass where the two-feature grids cost less: per row
-// and candidate j, PG2 of {first, j} (pg2_row: the grid of the two features, or the sweep of
-// one where the other cannot move in the row), first the row's step-0 choice; into
-// values[i * d + j]. These values are exact (no pruning), so the choice needs no certificate.
-void two_feature_step(const Arena& a, const Noise& noise, const double* X, std::int64_t r0, std::int64_t rows,
-                      const std::int64_t* first, std::uint64_t candidates, int threads, std::vector<double>& values,
-                      RunControl* control) {
+// A greedy ranking's first steps without a pass over the pairs, per row, into values[i * d + j]
+// for rows r0 .. r0 + rows and candidates j (pg2_row; exact, unpruned):
+// - step 0 (first null): PG2 of each candidate alone, a sweep over that feature's boundaries
+//   (O(trees x depth) per row and feature), where the pass costs about as much as any later
+//   step's (1.8 of 17 s on 64 rows of CatBoost(200), 0.4-0.9 of 5.5 s on XGBoost); 0 where the
+//   row's x_j is NaN (perturbing it changes nothing), as the pass gives;
+// - step 1 (first: the rows' step-0 choices, first[i * d]): PG2 of {first, j}, the sum over the
+//   two features' grid of cells (two_feature_grid.cpp; the sweep of one where the other cannot
+//   move in the row), where second_step_on_grids says it costs less than the pass.
+// The curve's first entry is PG2 of the first choice: step 1's sweep value of it where step 1
+// is on the grids, else step 1's pass's. Not with categorical noise (the sweep and the grids are
+// for numeric features; the passes run then).
+void small_set_step(const Arena& a, const Noise& noise, const double* X, std::int64_t r0, std::int64_t rows,
+                         const std::int64_t* first, std::uint64_t candidates, int threads, std::vector<double>& values,
+                         RunControl* control) {
   const std::int64_t d = a.n_features;
   values.assign(static_cast<std::size_t>(rows * d), 0.0);
 #ifdef PGEXACT_OPENMP
@@ -429,15 +403,16 @@ void two_feature_step(const Arena& a, const Noise& noise, const double* X, std::
     for (std::int64_t i = 0; i < rows; ++i) {
       if (stopped(control)) continue;
       ws.begin_row(X + (r0 + i) * d);
-      const std::int64_t f = first[i * d];
-      mask[static_cast<std::size_t>(f)] = 1;
-      for (std::uint64_t rest = candidates & ~bit(static_cast<std::int32_t>(f)); rest != 0; rest &= rest - 1) {
+      const std::int64_t f = first != nullptr ? first[i * d] : -1;
+      if (f >= 0) mask[static_cast<std::size_t>(f)] = 1;
+      for (std::uint64_t rest = candidates & ~(f >= 0 ? bit(static_cast<std::int32_t>(f)) : 0); rest != 0;
+           rest &= rest - 1) {
         const std::int32_t j = __builtin_ctzll(rest);
         mask[static_cast<std::size_t>(j)] = 1;
         values[static_cast<std::size_t>(i * d + j)] = pg2_row(a, noise, mask.data(), ws, Pruning::Full);
         mask[static_cast<std::size_t>(j)] = 0;
       }
-      mask[static_cast<std::size_t>(f)] = 0;
+      if (f >= 0) mask[static_cast<std::size_t>(f)] = 0;
     }
   }
   (void)threads;
@@ -508,12 +483,12 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
   // progress (a pass that counted one where it cost four made estimate's projection 0.48 of
   // the time).
   const std::int64_t tail_weight = std::max<std::int64_t>(1, n_tail_sets / 8);
-  // Step 0 sweeps each candidate's boundaries (single_feature_step) unless it is the tail's or
+  // Step 0 sweeps each candidate's boundaries (small_set_step) unless it is the tail's or
   // the noise has categorical features: a pass fewer.
   const bool swept_first = !noise.has_categorical() && n_candidates > tail_r;
   const std::int64_t block = block_rows(a, boxes, std::max<std::int64_t>(2 + d, 2 * n_tail_sets), n_rows);
-  // Step 1 on the two-feature grids (two_feature_step) where it is not the tail's and they cost
-  // less than its pass: another pass fewer.
+  // Step 1 on the two-feature grids (small_set_step with the first choices) where it is not
+  // the tail's and they cost less than its pass: another pass fewer.
   const bool gridded_second = swept_first && n_candidates - tail_r > 1 && second_step_on_grids(a, boxes, choosable);
   sweep.plan_sweeps((n_rows + block - 1) / block *
                     ((n_candidates >= 2 ? n_candidates - tail_r + tail_weight : n_candidates + 1) -
@@ -593,7 +568,7 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
         break;
       }
       if (step == 0 && swept_first) {
-        single_feature_step(a, noise, X, r0, rows, choosable, threads, single);
+        small_set_step(a, noise, X, r0, rows, nullptr, choosable, threads, single, control);
         for (std::int64_t i = 0; i < rows; ++i) {
           const std::int32_t best = best_candidate(single.data() + static_cast<std::size_t>(i * d), choosable);
           chosen[static_cast<std::size_t>(i)] |= bit(best);
@@ -608,7 +583,7 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
         // XGBoost(500, depth 8) took a quarter of a second, which every estimate paid.
         const bool calibration = control != nullptr && control->calibration;
         const std::int64_t gridded = calibration ? std::min<std::int64_t>(rows, kLanes) : rows;
-        two_feature_step(a, noise, X, r0, gridded, ranking_out + r0 * d, choosable, threads, pair_values, control);
+        small_set_step(a, noise, X, r0, gridded, ranking_out + r0 * d, choosable, threads, pair_values, control);
         if (sweep.stopped()) return;
         for (std::int64_t i = 0; i < rows; ++i) {
           const std::int64_t f = ranking_out[(r0 + i) * d];
