@@ -283,6 +283,13 @@ def test_lightgbm_and_forest_fast_equals_reference():
         R = np.array([rng.permutation(6) for _ in range(rows.shape[0])], dtype=np.int64)
         _assert_close(core_exact.pg2_curve(ens._arena, rows, R, 6, noise, 1),
                       core_exact.pg2_curve(ens._arena, rows, R, 6, noise, 1, Kernel.reference))
+        # Sets of two features on their grids (LightGBM's zero routing and missing values, a
+        # forest's thresholds).
+        for j, i in ((0, 1), (2, 3), (3, 5)):
+            mask = np.zeros(6, dtype=np.uint8)
+            mask[[j, i]] = 1
+            _assert_close(core_exact.pg2(ens._arena, rows, mask, noise, 1),
+                          core_exact.pg2(ens._arena, rows, mask, noise, 1, Kernel.reference))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -141,7 +141,7 @@ class Workspace {
     std::int32_t lo_j, hi_j, lo_i, hi_i;  // the box on the two perturbed features
   };
   std::vector<GridItem> grid_stack;
-  std::vector<double> grid_high, grid_low, grid_column_high, grid_column_low, grid_mass;
+  std::vector<double> grid_high, grid_low, grid_column_high, grid_column_low;
   // Shared walks (pg2_variants): per variant, the pass-1 conditional means ([node][variant]),
   // boundary CDFs ([boundary][variant]), tree means and masks, its row and the features it
   // perturbs; per feature, the variants perturbing it; per recursion level, P(box) and the
