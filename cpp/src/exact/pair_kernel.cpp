@@ -387,8 +387,8 @@ bool choice_certified(std::int32_t best, const double* value, std::uint64_t cand
 // is on the grids, else step 1's pass's. Not with categorical noise (the sweep and the grids are
 // for numeric features; the passes run then).
 void small_set_step(const Arena& a, const Noise& noise, const double* X, std::int64_t r0, std::int64_t rows,
-                         const std::int64_t* first, std::uint64_t candidates, int threads, std::vector<double>& values,
-                         RunControl* control) {
+                    const std::int64_t* first, std::uint64_t candidates, int threads, std::vector<double>& values,
+                    RunControl* control) {
   const std::int64_t d = a.n_features;
   values.assign(static_cast<std::size_t>(rows * d), 0.0);
 #ifdef PGEXACT_OPENMP
