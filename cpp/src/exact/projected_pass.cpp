@@ -198,6 +198,19 @@ __attribute__((always_inline)) inline void grid_lanes_holding(const ProjectedGri
   }
 }
 
+// Per feature c of a grid's C, the lanes in which it is a factor at prefix k: its feature has
+// entered their ranking by then (enters: per feature below top, a vector of lanes in a curve,
+// a prefix of lane 0's ranking in a row's curve, whose k holds a prefix per lane).
+template <typename Enters, typename Prefix>
+__attribute__((always_inline)) inline void grid_lanes_entered(const ProjectedGrid& grid, const Enters* enters, int top,
+                                                              Prefix k, vi* in_set) {
+  const vi never = {};
+  for (std::int32_t c = 0; c < grid.n_shared; ++c) {
+    const std::int32_t j = grid.feature[c];
+    in_set[c] = j < top ? (enters[j] <= k) : never;
+  }
+}
+
 // The sets in which some group of a tree is live: the union of group_live_sets' bits.
 template <typename Word>
 __attribute__((always_inline)) inline Word live_in_some_group(const Word* live_sets, std::int32_t n_groups) {
@@ -422,11 +435,7 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     for (std::int32_t si = live_from == kNeverAlive ? n_summed : summed_index(live_from); si < n_summed; ++si) {
       grid_cells(first_sum, n_first_steps, first_at[si], pv.grid_first_group, pv.groups_first, first_cells);
       grid_cells(second_sum, n_second_steps, second_at[si], pv.grid_second_group, pv.groups_second, second_cells);
-      const vi never = {};
-      for (std::int32_t c = 0; c < grid.n_shared; ++c) {
-        const std::int32_t j = grid.feature[c];
-        in_set[c] = j < top ? (enters[j] <= step[si]) : never;
-      }
+      grid_lanes_entered(grid, enters, top, step[si], in_set);
       value[si] = grid_sum(pv, first_cells, second_cells, in_set, intervals.sum);
     }
   }
@@ -532,11 +541,7 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
       grid_cells(groups.sum, 1, 0, pv.grid_first_group, pv.groups_first, first_cells);
       grid_cells(groups.sum + pv.groups_first, 1, 0, pv.grid_second_group, pv.groups_second, second_cells);
       vi in_set[kMaxGridFeatures];
-      const vi never = {};
-      for (std::int32_t c = 0; c < grid.n_shared; ++c) {
-        const std::int32_t j = grid.feature[c];
-        in_set[c] = j < top ? (enters[j] <= k) : never;
-      }
+      grid_lanes_entered(grid, enters, top, k, in_set);
       V = grid_sum(pv, first_cells, second_cells, in_set, interval_mass.sum);
     }
     std::size_t m = 0;
@@ -889,8 +894,6 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
     const std::uint32_t live = live_in_some_group(first_live_sets, pv.groups_first) &
                                live_in_some_group(second_live_sets, pv.groups_second);
     const ProjectedGrid& grid = *pv.grid;
-    vi in_s[kMaxGridFeatures];  // the lanes whose S holds C's c-th feature
-    grid_lanes_holding(grid, S, in_s);
     vd first_cells[kMaxProjectedLeaves], second_cells[kMaxProjectedLeaves];
     vd room[2][kMaxGridTensor];
     const std::int32_t second_only = relevant & ~first_relevant;
@@ -902,14 +905,13 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
         if (B == 0) break;
       }
       if (sets_of_K == 0) continue;
-      vi in_x[kMaxGridFeatures];
-      for (std::int32_t c = 0; c < grid.n_shared; ++c) {
-        vu with = zero_u;
-        for (std::int32_t k = 0; k < r; ++k) {
-          if (((K >> k) & 1) != 0) with |= candidate[k];
-        }
-        in_x[c] = in_s[c] | (vi)(((with >> static_cast<std::uint64_t>(grid.feature[c])) & 1u) != zero_u);
+      // The lanes whose S + K holds C's c-th feature (K's candidates gathered once, not per c).
+      vu with = S;
+      for (std::int32_t k = 0; k < r; ++k) {
+        if (((K >> k) & 1) != 0) with |= candidate[k];
       }
+      vi in_x[kMaxGridFeatures];
+      grid_lanes_holding(grid, with, in_x);
       grid_cells(first.sum, static_cast<std::size_t>(n_sets), static_cast<std::size_t>(K), pv.grid_first_group,
                  pv.groups_first, first_cells);
       const vd* contracted = grid_contract(pv, first_cells, in_x, intervals.sum, room);
