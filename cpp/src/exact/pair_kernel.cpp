@@ -436,9 +436,7 @@ bool second_step_on_grids(const Arena& a, const LeafBoxes& boxes, std::uint64_t 
     for (std::uint64_t g = f & (f - 1); g != 0; g &= g - 1) {
       const std::int32_t j = __builtin_ctzll(f), i = __builtin_ctzll(g);
       if (!walk::two_feature_grid_fits(a, j, i)) return false;
-      const double pieces_j = a.feature_bounds_begin[j + 1] - a.feature_bounds_begin[j];
-      const double pieces_i = a.feature_bounds_begin[i + 1] - a.feature_bounds_begin[i];
-      corners = std::max(corners, pieces_j * pieces_i);
+      corners = std::max(corners, static_cast<double>(walk::two_feature_grid_corners(a, j, i)));
     }
   }
   if (forced != nullptr && forced[0] == '1') return true;

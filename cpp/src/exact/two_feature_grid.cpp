@@ -24,8 +24,8 @@ inline void two_sum(double a, double b, double& s, double& e) {
 
 }  // namespace
 
-bool two_feature_grid_fits(const Arena& a, std::int32_t j, std::int32_t i) {
-  return (pieces(a, j) + 1) * (pieces(a, i) + 1) <= kMaxGridCorners;
+std::int64_t two_feature_grid_corners(const Arena& a, std::int32_t j, std::int32_t i) {
+  return (pieces(a, j) + 1) * (pieces(a, i) + 1);
 }
 
 // With every other feature fixed at x, f is a step function of (x'_j, x'_i), constant on the

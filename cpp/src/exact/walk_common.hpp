@@ -214,7 +214,10 @@ double pg2_single_feature(const Arena& a, Workspace& ws, std::int32_t j);
 // (a CatBoost or histogram-binned model has up to 255 pieces a feature, 66,000 corners);
 // forests' continuous thresholds give far larger grids, which the pair kernels sum instead.
 inline constexpr std::int64_t kMaxGridCorners = std::int64_t{1} << 17;
-bool two_feature_grid_fits(const Arena& a, std::int32_t j, std::int32_t i);
+std::int64_t two_feature_grid_corners(const Arena& a, std::int32_t j, std::int32_t i);
+inline bool two_feature_grid_fits(const Arena& a, std::int32_t j, std::int32_t i) {
+  return two_feature_grid_corners(a, j, i) <= kMaxGridCorners;
+}
 double pg2_two_features(const Arena& a, Workspace& ws, std::int32_t j, std::int32_t i);
 
 // Whether row x's set (mask) perturbs at most one feature, or two whose grid fits: pg2_row
