@@ -190,6 +190,34 @@ def test_the_grid_contraction_on_features_split_twice(monkeypatch):
            core_exact.pg2_curve(cat._arena, Xc[:12], R, 2, noise, 1, Kernel.reference))
 
 
+@pytest.mark.parametrize("seed,depth,d", [(14, 6, 6), (15, 4, 8), (16, 6, 3), (17, 5, 12)])
+def test_plans_that_count_their_meets_are_the_plans_that_list_them(monkeypatch, seed, depth, d):
+    """A plan on grids counts the meets and leaf pairs it decides by instead of listing them
+    (tree_projection.cpp, counted_meets): the same counts, so the same plans and the same bits as
+    listing them (PGEXACT_COUNT_GRID_MEETS=0), in sets, curves (blocks of rows and one row) and
+    greedy rankings; trained with NaN, whose special values make some plans list their meets.
+    A count off by one would move the choice between a plan and the leaf pairs, or between the
+    grid and the meets, for some tree pairs: other bits."""
+    monkeypatch.delenv("PGEXACT_PROJECTED_GRID", raising=False)
+    monkeypatch.delenv("PGEXACT_PROJECTION", raising=False)
+    ens, X = _catboost(seed, depth, iterations=40, d=d)
+    rows = X[:24].copy()
+    rows[2, 0] = np.nan
+    noise = _noise(d, seed)
+    R = np.array([np.random.default_rng(i).permutation(d) for i in range(len(rows))], dtype=np.int64)
+    values = {}
+    for count in ("0", "1"):
+        monkeypatch.setenv("PGEXACT_COUNT_GRID_MEETS", count)
+        values[count] = [
+            core_exact.pg2(ens._arena, rows, np.ones(d, np.uint8), noise, 1, Kernel.leaf_pairs),
+            core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.leaf_pairs),
+            core_exact.pg2_curve(ens._arena, rows[5:6], R[5:6], d, noise, 1, Kernel.leaf_pairs),
+            *core_exact.greedy_rank(ens._arena, rows[:9], noise, 1, Kernel.leaf_pairs),
+        ]
+    for listed, counted in zip(values["0"], values["1"]):
+        np.testing.assert_array_equal(counted, listed)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_rows_bits_do_not_depend_on_its_batch_or_threads(monkeypatch, mode):
     """Rows of a batch of 70 (two blocks) equal the same rows alone, bit for bit, on 1 and 2

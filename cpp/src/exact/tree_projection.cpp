@@ -19,8 +19,6 @@ void ProjectedPlan::clear() {
 
 void ProjectedPlan::clear_grid() {
   grid.n_shared = 0;
-  grid_first_group.clear();
-  grid_second_group.clear();
   grid_factors.clear();
 }
 
@@ -37,6 +35,7 @@ constexpr std::int32_t kLine = -1, kApart = -2;
 // more groups than combinations of the intervals: leaves that differ on C only by the special
 // values their paths admit, or a tree that is not oblivious).
 bool cell_groups(const TreeGrouping& grouping, std::size_t n_shared, std::vector<std::uint8_t>& cell_group) {
+  if (n_shared == 0) return false;
   std::size_t cells = 1;
   for (std::size_t c = 0; c < n_shared; ++c) cells *= grouping.intervals[c].size();
   const auto n_groups = static_cast<std::size_t>(grouping.n_groups());
@@ -53,19 +52,31 @@ bool cell_groups(const TreeGrouping& grouping, std::size_t n_shared, std::vector
   return true;
 }
 
-// The plan's ProjectedGrid where both groupings are full grids, no meet comes from a special
-// value alone (then the meets are exactly the pairs of cells apart on no feature), the
-// contraction's tensors fit the pass's room and it costs less than the meets; `entry`: per
-// feature c and pair of intervals, project_tree_pair's meet entries. Returns whether the plan
-// has one (else the caller clears what was built).
+// Whether both groupings are full grids on C (TreeGrouping::cell_group) and the contraction's
+// tensors fit the pass's room: at feature c, the second tree's intervals on the features before
+// c and on c times the first's after it.
+bool grids_fit(const TreeGrouping& first, const TreeGrouping& second, std::size_t n_shared) {
+  if (n_shared == 0 || n_shared > static_cast<std::size_t>(kMaxGridFeatures)) return false;
+  if (first.cell_group.empty() || second.cell_group.empty()) return false;
+  for (std::size_t c = 0; c < n_shared; ++c) {
+    std::size_t cells = 1;
+    for (std::size_t x = 0; x <= c; ++x) cells *= second.intervals[x].size();
+    for (std::size_t x = c + 1; x < n_shared; ++x) cells *= first.intervals[x].size();
+    if (cells > static_cast<std::size_t>(kMaxGridTensor)) return false;
+  }
+  return true;
+}
+
+// The plan's ProjectedGrid where both groupings are full grids whose tensors fit (grids_fit), no
+// meet comes from a special value alone (then the meets are exactly the pairs of cells apart on
+// no feature) and the contraction costs less than the n_meets meets of n_entries entries;
+// `entry`: per feature c and pair of intervals, project_tree_pair's meet entries. Returns
+// whether the plan has one (else the caller clears what was built).
 bool build_grid(const TreeGrouping& first, const TreeGrouping& second, std::size_t n_shared,
                 const std::int32_t* feature_of, const std::vector<std::int32_t>& entry, const std::size_t* entry_begin,
-                ProjectedPlan& plan) {
-  if (n_shared == 0 || n_shared > static_cast<std::size_t>(kMaxGridFeatures)) return false;
+                double n_meets, double n_entries, ProjectedPlan& plan) {
+  if (!grids_fit(first, second, n_shared)) return false;
   if (plan.interval_cut.size() / 2 >= kGridEmpty) return false;  // (a factor names its interval below the two codes)
-  if (!cell_groups(first, n_shared, plan.grid_first_group) || !cell_groups(second, n_shared, plan.grid_second_group)) {
-    return false;
-  }
   std::size_t cells_meeting = 1;  // pairs of cells apart on no feature
   for (std::size_t c = 0; c < n_shared; ++c) {
     const std::size_t n_t = first.intervals[c].size(), n_s = second.intervals[c].size();
@@ -93,20 +104,19 @@ bool build_grid(const TreeGrouping& first, const TreeGrouping& second, std::size
     cells_meeting *= nonzero;
   }
   plan.grid.factor_begin[n_shared] = static_cast<std::uint32_t>(plan.grid_factors.size());
-  if (cells_meeting != plan.meets.size()) return false;  // a special value makes more pairs meet
+  if (static_cast<double>(cells_meeting) != n_meets) return false;  // a special value makes more pairs meet
   // The contraction's cost: at feature c, each nonzero factor times the cells of the rest (the
   // second's intervals on the features before c, the first's after it), then the second's
   // cells; the meets': per meet its two sums, their product, its entries and the sum.
   double grid_cost = static_cast<double>(first.n_groups() + 2 * second.n_groups());
   for (std::size_t c = 0; c < n_shared; ++c) {
-    std::int64_t rest = 1, out = plan.grid.n_second[c];
+    std::int64_t rest = 1;
     for (std::size_t x = 0; x < c; ++x) rest *= plan.grid.n_second[x];
     for (std::size_t x = c + 1; x < n_shared; ++x) rest *= plan.grid.n_first[x];
-    if (rest * out > kMaxGridTensor) return false;
     grid_cost += 2.0 * static_cast<double>(rest) *
                  static_cast<double>(plan.grid.factor_begin[c + 1] - plan.grid.factor_begin[c]);
   }
-  const double meet_cost = static_cast<double>(4 * plan.meets.size() + 2 * plan.meet_feature.size());
+  const double meet_cost = 4.0 * n_meets + 2.0 * n_entries;
   if (grid_cost >= meet_cost) return false;
   plan.grid.n_shared = static_cast<std::int32_t>(n_shared);
   // The passes then sum the grids, never the meets (a greedy step of more than 63 candidates
@@ -119,6 +129,94 @@ bool build_grid(const TreeGrouping& first, const TreeGrouping& second, std::size
     plan.meet_interval.clear();
   }
   return true;
+}
+
+// Whether some pair of groups apart on a feature of C is a partner through a special value both
+// paths admit there (project_tree_pair's masks: a first tree's group whose path admits NaN, or
+// zero, on an interval with a second tree's group apart from it that admits it too).
+bool special_partners(const TreeGrouping& first, std::size_t n_shared, const std::vector<std::uint64_t>& partner_masks,
+                      const std::size_t* mask_begin) {
+  for (std::size_t c = 0; c < n_shared; ++c) {
+    for (std::size_t i = 0; i < first.intervals[c].size(); ++i) {
+      const std::size_t cell = first.interval_first[c] + i;
+      const std::uint64_t* masks = partner_masks.data() + mask_begin[c] + 3 * i;
+      if ((first.nan_groups_on[cell] != 0 && masks[1] != 0) || (first.zero_groups_on[cell] != 0 && masks[2] != 0)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// What listing the meets counts (project_tree_pair): meets, their entries and the leaf pairs'
+// cost, where both groupings are full grids (grids_fit) and no pair of groups apart on a feature
+// is a partner through a special value (special_partners). The meets are then exactly the pairs
+// of cells (a of the first grid, b of the second) that meet on every feature c of C, where the
+// two intervals' entry is not kApart (M_c = 1); the meet has an entry on c where the entry is an
+// interval, not the line (E_c = 1). So
+//   meets   = prod_c |M_c|,   entries = sum_c |E_c| prod_{c' != c} |M_c'|,
+// and the listing's cost, per meet (g, h) of `count` entries size_g size_h (1 + count) +
+// size_h own_g + size_g own_h, is a sum over pairs of cells of the cells' weights times
+// prod_c M_c, or its derivative d/dz prod_c (M_c + z E_c) at 0 for the count: one contraction
+// of the first grid's weights, one feature at a time as the passes contract the grids, carrying
+// each value with its derivative. Without listing the meets, which a plan on the grids never
+// reads (half of planning CatBoost(1000)'s 500,000 tree pairs, a third of a one-row call). The
+// terms are integers, so the counts, and the plan's decisions, are the listing's.
+struct MeetCounts {
+  double meets = 0.0, entries = 0.0, pair_cost = 0.0;
+};
+MeetCounts counted_meets(const TreeGrouping& first, const TreeGrouping& second, std::size_t n_shared,
+                            const std::vector<std::int32_t>& entry, const std::size_t* entry_begin) {
+  // Per cell of the tensor: the size-weighted sum, its derivative, the own-entries-weighted sum.
+  struct Cell {
+    std::int64_t size, count, own;
+  };
+  Cell room[2][kMaxGridTensor];
+  const Cell* in = room[1];
+  std::size_t n_in = first.cell_group.size();
+  for (std::size_t cell = 0; cell < n_in; ++cell) {
+    const std::size_t g = first.cell_group[cell];
+    room[1][cell] = Cell{first.group_size[g], 0, first.own_entries[g]};
+  }
+  std::int64_t meets = 1, entries = 0;
+  for (std::size_t c = 0; c < n_shared; ++c) {
+    const std::size_t n_t = first.intervals[c].size(), n_s = second.intervals[c].size();
+    const std::size_t rest = n_in / n_t;
+    Cell* out = room[c & 1];
+    std::fill(out, out + rest * n_s, Cell{0, 0, 0});
+    std::int64_t meeting = 0, proper = 0;
+    for (std::size_t i = 0; i < n_t; ++i) {
+      for (std::size_t k = 0; k < n_s; ++k) {
+        const std::int32_t e = entry[entry_begin[c] + i * n_s + k];
+        if (e == kApart) continue;
+        ++meeting;
+        const bool is_entry = e != kLine;
+        proper += is_entry ? 1 : 0;
+        for (std::size_t r = 0; r < rest; ++r) {
+          const Cell& from = in[i * rest + r];
+          Cell& to = out[r * n_s + k];
+          to.size += from.size;
+          to.count += from.count + (is_entry ? from.size : 0);
+          to.own += from.own;
+        }
+      }
+    }
+    entries = entries * meeting + meets * proper;
+    meets *= meeting;
+    in = out;
+    n_in = rest * n_s;
+  }
+  std::int64_t cost = 0;
+  for (std::size_t cell = 0; cell < n_in; ++cell) {
+    const std::size_t h = second.cell_group[cell];
+    const std::int64_t size_h = second.group_size[h], own_h = second.own_entries[h];
+    cost += (in[cell].size + in[cell].count + in[cell].own) * size_h + in[cell].size * own_h;
+  }
+  MeetCounts counts;
+  counts.meets = static_cast<double>(meets);
+  counts.entries = static_cast<double>(entries);
+  counts.pair_cost = static_cast<double>(cost);
+  return counts;
 }
 
 }  // namespace
@@ -239,12 +337,14 @@ void group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, TreeG
       if (((boxes.zero_ok[r] >> j) & 1u) != 0) grouping.zero_groups_on[cell] |= bit_g;
     }
   }
+  // Once per grouping, not per plan: a tree's grouping on C serves its pairs with that C.
+  if (!cell_groups(grouping, n_shared, grouping.cell_group)) grouping.cell_group.clear();
 }
 
 bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGrouping& first, const TreeGrouping& second,
                        std::uint64_t C, std::uint64_t split_first, std::uint64_t split_second, bool always,
                        ProjectedPlan& plan, std::vector<std::int32_t>& entry,
-                       std::vector<std::uint64_t>& partner_masks, bool grid) {
+                       std::vector<std::uint64_t>& partner_masks, bool grid, bool count_meets) {
   plan.clear();
   const auto leaves_t = static_cast<std::int32_t>(first.leaves.size());
   const auto leaves_s = static_cast<std::int32_t>(second.leaves.size());
@@ -309,6 +409,23 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
       }
     }
   }
+  const double projected_items = static_cast<double>(first.leaves.size() + second.leaves.size() +
+                                                     first.own_feature.size() + second.own_feature.size());
+  // Grids: the meets counted instead of listed (counted_meets), and listed below only where
+  // the grid is not built after all (it costs more than the meets, or a pair splitting 64
+  // features keeps its meets for a greedy step of 64 candidates).
+  if (grid && count_meets && __builtin_popcountll(plan.features) <= 63 && plan.interval_cut.size() / 2 <= 65535 &&
+      grids_fit(first, second, n_shared) && !special_partners(first, n_shared, partner_masks, mask_begin)) {
+    const MeetCounts counts = counted_meets(first, second, n_shared, entry, entry_begin);
+    if (!always && (projected_items + counts.meets + counts.entries) * kProjectedWeight >= counts.pair_cost) {
+      return false;
+    }
+    if (build_grid(first, second, n_shared, feature_of, entry, entry_begin, counts.meets, counts.entries, plan)) {
+      return true;
+    }
+    plan.clear_grid();
+    grid = false;  // (the same grid again below would fail the same way)
+  }
   double pair_cost = 0.0;  // pairs and their entries, as the enumeration would list them
   // Written through pointers into room for every pair of groups, then cut to size (push_back's
   // checks were a quarter of the build).
@@ -372,11 +489,11 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
   plan.meet_interval.resize(n_entries);
   // (A meet entry names its interval in 16 bits.)
   if (plan.interval_cut.size() / 2 > 65535) return false;
-  const double projected_cost = static_cast<double>(first.leaves.size() + second.leaves.size() +
-                                                    first.own_feature.size() + second.own_feature.size() +
-                                                    plan.meets.size() + plan.meet_feature.size());
-  const bool use = always || projected_cost * kProjectedWeight < pair_cost;
-  if (use && grid && !build_grid(first, second, n_shared, feature_of, entry, entry_begin, plan)) plan.clear_grid();
+  const auto meets = static_cast<double>(n_meets), entries = static_cast<double>(n_entries);
+  const bool use = always || (projected_items + meets + entries) * kProjectedWeight < pair_cost;
+  if (use && grid && !build_grid(first, second, n_shared, feature_of, entry, entry_begin, meets, entries, plan)) {
+    plan.clear_grid();
+  }
   return use;
 }
 
@@ -452,6 +569,11 @@ bool use_projected_grid() {
   return grid == nullptr || std::string(grid) != "0";
 }
 
+bool count_grid_meets() {
+  const char* count = std::getenv("PGEXACT_COUNT_GRID_MEETS");
+  return count == nullptr || std::string(count) != "0";
+}
+
 ProjectionUse projection_use() {
   const char* use = std::getenv("PGEXACT_PROJECTION");
   const std::string value = use == nullptr ? "" : use;
@@ -461,7 +583,7 @@ ProjectionUse projection_use() {
 }
 
 Projections::Projections(const Arena& a, const LeafBoxes& boxes)
-    : arena_(a), boxes_(boxes), use_(projection_use()), grid_(use_projected_grid()) {
+    : arena_(a), boxes_(boxes), use_(projection_use()), grid_(use_projected_grid()), count_meets_(count_grid_meets()) {
   // Nothing to project without two trees of at most kMaxProjectedLeaves leaves (deep forests):
   // then no per-tree features, no decisions.
   std::int64_t small_trees = 0;
@@ -507,7 +629,7 @@ bool Projections::project(std::int64_t t, std::int64_t s, PlanScratch& scratch) 
   const TreeGrouping& second = grouping(s, C, scratch.second);
   return project_tree_pair(arena_, boxes_, first, second, C, features_->split[static_cast<std::size_t>(t)],
                            features_->split[static_cast<std::size_t>(s)], always, scratch.plan, scratch.entries,
-                           scratch.partner_masks, grid_);
+                           scratch.partner_masks, grid_, count_meets_);
 }
 
 const ProjectedPlan* Projections::get(std::int64_t t, std::int64_t s, PlanScratch& scratch) {

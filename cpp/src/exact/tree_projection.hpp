@@ -58,10 +58,16 @@ struct TreeGrouping {
   // partners from these instead of trying every pair of groups (most meet on no interval).
   std::vector<std::uint64_t> groups_on, nan_groups_on, zero_groups_on;
   std::vector<std::size_t> interval_first;  // n_shared + 1 offsets
+  // Where the groups are a full grid on C (one group per combination of the intervals, C not
+  // empty): per cell of that grid, row-major over C (its first feature outermost), its group,
+  // which the plans of the tree's pairs on C read (ProjectedGrid); else empty (leaves that differ
+  // on C only by the special values their paths admit, or a tree that is not oblivious).
+  std::vector<std::uint8_t> cell_group;
   std::int32_t n_groups() const { return static_cast<std::int32_t>(representative.size()); }
   std::size_t bytes() const {
     return leaves.size() * sizeof(ProjectedLeaf) + own_feature.size() * 5 + representative.size() * 24 +
-           interval_of.size() + intervals.size() * 64 + groups_on.size() * 24 + interval_first.size() * 8 + 200;
+           interval_of.size() + intervals.size() * 64 + groups_on.size() * 24 + interval_first.size() * 8 +
+           cell_group.size() + 200;
   }
 };
 
@@ -78,10 +84,10 @@ struct ProjectedPlan {
   std::uint64_t features = 0, first_features = 0, second_features = 0;
   std::uint64_t shared = 0;  // C
   // Where both groupings are full grids on C and their contraction costs less than the meets
-  // (grid.n_shared > 0): ProjectedGrid; the meets are then dropped (no pass reads them: a
-  // greedy step of more than 63 candidates would, so a pair splitting 64 features keeps them).
+  // (grid.n_shared > 0): ProjectedGrid, on the groupings' cells (TreeGrouping::cell_group); the
+  // meets are then never listed, or dropped (no pass reads them: a greedy step of more than 63
+  // candidates would, so a pair splitting 64 features keeps them).
   ProjectedGrid grid;
-  std::vector<std::uint8_t> grid_first_group, grid_second_group;
   std::vector<GridFactor> grid_factors;
 
   ProjectedView view() const {
@@ -109,15 +115,15 @@ struct ProjectedPlan {
     v.shared = shared;
     if (grid.n_shared > 0) {
       v.grid = &grid;
-      v.grid_first_group = grid_first_group.data();
-      v.grid_second_group = grid_second_group.data();
+      v.grid_first_group = first->cell_group.data();
+      v.grid_second_group = second->cell_group.data();
       v.grid_factors = grid_factors.data();
     }
     return v;
   }
   std::size_t bytes() const {
     return meets.size() * sizeof(ProjectedMeet) + meet_feature.size() * 3 + interval_cut.size() * 4 +
-           grid_first_group.size() + grid_second_group.size() + grid_factors.size() * sizeof(GridFactor) +
+           grid_factors.size() * sizeof(GridFactor) +
            sizeof(ProjectedGrid) + 128;
   }
   void clear();
@@ -153,17 +159,23 @@ struct TreeFeatures {
 // summed everywhere). Read per call.
 bool use_projected_grid();
 
+// Whether plans on grids count their meets instead of listing them (project_tree_pair):
+// PGEXACT_COUNT_GRID_MEETS=0 lists them (tests: the same plans, so the same bits). Read per call.
+bool count_grid_meets();
+
 // Groups the leaves of tree t by their boxes on C into `grouping`.
 void group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, TreeGrouping& grouping);
 
 // Builds the plan of trees t != s, grouped by their boxes on C = the features both cut (first,
 // second), into `plan`; returns whether to use it: unless `always`, where it costs less than
 // the pairs. `split_first`, `split_second`: the features each tree splits on; `entries`,
-// `partner_masks`: the caller's scratch.
+// `partner_masks`: the caller's scratch; `grid`: whether the plan may contract grids
+// (ProjectedGrid), and where it can, `count_meets`: whether it counts the meets it decides by
+// instead of listing them (the same counts).
 bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGrouping& first, const TreeGrouping& second,
                        std::uint64_t C, std::uint64_t split_first, std::uint64_t split_second, bool always,
                        ProjectedPlan& plan, std::vector<std::int32_t>& entries,
-                       std::vector<std::uint64_t>& partner_masks, bool grid = false);
+                       std::vector<std::uint64_t>& partner_masks, bool grid = false, bool count_meets = true);
 
 // A thread's group sums of projected tree pairs in a sweep (TreeGroupSums). A tree's sums depend
 // only on the tree, the features C it shares with the other and the vector of rows, so the
@@ -259,6 +271,7 @@ class Projections {
   const LeafBoxes& boxes_;
   ProjectionUse use_;
   bool grid_;  // use_projected_grid()
+  bool count_meets_;  // count_grid_meets()
   bool keep_ = true;
   std::unique_ptr<TreeFeatures> features_;
   // Per first tree t (allocated on its first use), per s - t - 1: 0 not yet decided, 1 leaf
