@@ -1,4 +1,5 @@
 #include "leaf_pruning.hpp"
+#include "env_switch.hpp"
 
 #include "pgexact/exact/pair_kernel.hpp"  // kDefaultTolerance
 
@@ -11,8 +12,7 @@ namespace pgexact {
 namespace pairs {
 
 PruneBudget prune_budget(double tol) {
-  const char* flag = std::getenv("PGEXACT_LEAF_PRUNING");
-  const std::string mode = flag == nullptr ? "" : flag;
+  const std::string mode = env_switch("PGEXACT_LEAF_PRUNING");
   PruneBudget budget;
   // `!(tol >= ...)` also turns pruning off for a NaN the bindings should have refused.
   if (mode == "0" || !(tol >= kDefaultTolerance)) return budget;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "leaf_pruning.hpp"
+#include "env_switch.hpp"
 #include "live_leaves.hpp"
 #include "pair_lanes.hpp"
 #include "pair_sweep.hpp"
@@ -34,8 +35,7 @@ void check_features(const Arena& a) {
 const PairPasses& pair_passes() {
   static const PairPasses chosen = [] {
     // PGEXACT_PASSES=base|v3 caps the level (tests check that every level gives the same bits).
-    const char* cap = std::getenv("PGEXACT_PASSES");
-    const std::string level = cap == nullptr ? "" : cap;
+    const std::string level = env_switch("PGEXACT_PASSES");
     if (level == "base") return isa_base::passes();
 #ifdef PGEXACT_ISA_LEVELS
     __builtin_cpu_init();
@@ -429,8 +429,8 @@ void small_set_step(const Arena& a, const Noise& noise, const double* X, std::in
 // PGEXACT_GRIDDED_STEP=0 never takes the grids, =1 always where they fit (tests and
 // before/after comparisons).
 bool second_step_on_grids(const Arena& a, const LeafBoxes& boxes, std::uint64_t choosable) {
-  const char* forced = std::getenv("PGEXACT_GRIDDED_STEP");
-  if (forced != nullptr && forced[0] == '0') return false;
+  const std::string forced = env_switch("PGEXACT_GRIDDED_STEP");
+  if (forced == "0") return false;
   double corners = 0.0;  // the largest grid of two candidates
   for (std::uint64_t f = choosable; f != 0; f &= f - 1) {
     for (std::uint64_t g = f & (f - 1); g != 0; g &= g - 1) {
@@ -439,7 +439,7 @@ bool second_step_on_grids(const Arena& a, const LeafBoxes& boxes, std::uint64_t 
       corners = std::max(corners, static_cast<double>(walk::two_feature_grid_corners(a, j, i)));
     }
   }
-  if (forced != nullptr && forced[0] == '1') return true;
+  if (forced == "1") return true;
   const double candidates = __builtin_popcountll(choosable) - 1;
   const double grid_ns = candidates * (4.0 * corners + boxes.n_leaves());
   const double pass_ns = 2.0 * static_cast<double>(sweep_units(boxes, 0.0).sweep) / kLanes;

@@ -1,4 +1,5 @@
 #include "pair_lanes.hpp"
+#include "env_switch.hpp"
 
 #include <cstdlib>
 
@@ -29,7 +30,8 @@ std::int64_t block_rows(const Arena& a, const LeafBoxes& boxes, std::int64_t sum
   std::int64_t rows = std::max(kBlockBytes / bytes, std::min(kLargeBlockRows, kLargeBlockBytes / bytes));
   rows = std::max<std::int64_t>(8, std::min<std::int64_t>(rows, 4096));
   // PGEXACT_BLOCK_ROWS caps it (tests: calls of several blocks on small models).
-  if (const char* cap = std::getenv("PGEXACT_BLOCK_ROWS")) rows = std::min(rows, std::max<std::int64_t>(8, std::atoll(cap)));
+  const std::string cap = env_switch("PGEXACT_BLOCK_ROWS");
+  if (!cap.empty()) rows = std::min(rows, std::max<std::int64_t>(8, std::atoll(cap.c_str())));
   rows = rows / kLanes * kLanes;
   if (n_rows <= rows) return rows;
   // As many blocks as the budget needs, of equal size (to a lane vector): every block pays the
@@ -56,8 +58,7 @@ void resize_lanes(const Arena& a, const LeafBoxes& boxes, std::int32_t vectors, 
   lanes.boxes = &boxes;
   const std::size_t n_masses = v * static_cast<std::size_t>(boxes.n_slots) * kLanes;
   // PGEXACT_TABLE_MASSES=1 forces the table path (tests: it must give the same bits).
-  const char* force = std::getenv("PGEXACT_TABLE_MASSES");
-  lanes.table_masses = n_masses * sizeof(double) > kMassesBytes || (force != nullptr && force[0] == '1');
+  lanes.table_masses = n_masses * sizeof(double) > kMassesBytes || env_switch("PGEXACT_TABLE_MASSES") == "1";
   if (lanes.table_masses) {
     lanes.masses.clear();
     lanes.masses.shrink_to_fit();

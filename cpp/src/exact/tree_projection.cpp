@@ -1,4 +1,5 @@
 #include "tree_projection.hpp"
+#include "env_switch.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -559,24 +560,14 @@ TreeGroupSums* GroupSumCache::get(std::int64_t t, std::uint64_t C, std::int32_t 
   return entry;
 }
 
-bool keep_group_sums() {
-  const char* keep = std::getenv("PGEXACT_KEEP_GROUP_SUMS");
-  return keep == nullptr || std::string(keep) != "0";
-}
+bool keep_group_sums() { return env_switch("PGEXACT_KEEP_GROUP_SUMS") != "0"; }
 
-bool use_projected_grid() {
-  const char* grid = std::getenv("PGEXACT_PROJECTED_GRID");
-  return grid == nullptr || std::string(grid) != "0";
-}
+bool use_projected_grid() { return env_switch("PGEXACT_PROJECTED_GRID") != "0"; }
 
-bool count_grid_meets() {
-  const char* count = std::getenv("PGEXACT_COUNT_GRID_MEETS");
-  return count == nullptr || std::string(count) != "0";
-}
+bool count_grid_meets() { return env_switch("PGEXACT_COUNT_GRID_MEETS") != "0"; }
 
 ProjectionUse projection_use() {
-  const char* use = std::getenv("PGEXACT_PROJECTION");
-  const std::string value = use == nullptr ? "" : use;
+  const std::string value = env_switch("PGEXACT_PROJECTION");
   if (value == "0") return ProjectionUse::Never;
   if (value == "always") return ProjectionUse::Always;
   return ProjectionUse::Cheaper;
