@@ -147,14 +147,31 @@ def test_which_calls_take_the_walks(small, deep):
         five_sets = prepare_call(cat6, X[:5], n_jobs=2).pg2(every)
         for i in range(5):
             np.testing.assert_array_equal(prepare_call(cat6, X[i:i + 1], n_jobs=1).pg2(every), five_sets[i:i + 1])
+        # A one-row greedy ranking compares each step's sets side by side in the lanes
+        # (pair_kernel.hpp, one_row_in_lanes): the larger call's ranking, its curve within the
+        # one-row tolerance of that call's, and each curve entry from the third on the bits of an
+        # unpruned leaf-pair PG2 of that prefix (a set pass); on the leaf pairs as a block of a larger call
+        # (Kernel.leaf_pairs, as pgexact.dask's blocks run), the bits of the larger call.
         five_ranked = prepare_call(cat6, X[:5], n_jobs=2).greedy_rank()
+        in_lanes = False
         for i in range(5):
-            one = prepare_call(cat6, X[i:i + 1], n_jobs=1).greedy_rank()
+            call = prepare_call(cat6, X[i:i + 1], n_jobs=1)
+            one = call.greedy_rank()
             np.testing.assert_array_equal(one[0][0], five_ranked[0][i])
-            np.testing.assert_array_equal(one[1][0], five_ranked[1][i])
-            walked = prepare_call(cat6, X[i:i + 1], n_jobs=1).greedy_rank(kernel=Kernel.walks)
+            _close(one[1][0], five_ranked[1][i], 2e-13)
+            in_lanes = in_lanes or not np.array_equal(one[1][0], five_ranked[1][i])
+            masks = np.tril(np.ones((X.shape[1], X.shape[1]), np.uint8))[:, np.argsort(one[0][0])]
+            for k, mask in list(enumerate(masks))[2:]:  # (sets of one or two features: the sweep, the grid)
+                np.testing.assert_array_equal(
+                    one[1][0][k], core_exact.pg2(cat6._arena, X[i:i + 1], mask, call.perturbation, 1,
+                                                 Kernel.leaf_pairs, tol=0.0)[0])
+            block = call.greedy_rank(kernel=Kernel.leaf_pairs)
+            np.testing.assert_array_equal(block[0][0], five_ranked[0][i])
+            np.testing.assert_array_equal(block[1][0], five_ranked[1][i])
+            walked = call.greedy_rank(kernel=Kernel.walks)
             np.testing.assert_array_equal(one[0], walked[0])
             _close(one[1], walked[1], 2e-13)
+        assert in_lanes  # some curve is not the larger call's bits: the lanes' route ran
     rows = X[:8]
     with warnings.catch_warnings():  # σ against the spread of eight rows: not the point here
         warnings.simplefilter("ignore", UserWarning)

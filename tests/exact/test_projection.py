@@ -270,12 +270,13 @@ def test_group_sums_kept_across_tree_pairs_change_no_bit(monkeypatch, mode):
     _close(kept[3][:, d:], core_exact.pg2_curve(ens._arena, rows, rk, d, noise, 1, Kernel.reference))
 
 
-def _check_greedy_against_the_reference(ens, rows, noise, threads=1):
+def _check_greedy_against_the_reference(ens, rows, noise, threads=1, kernel=Kernel.leaf_pairs, fixed=()):
     """The greedy ranking's curve is the reference's PG2 of its prefixes, and every choice is a
     best candidate: PG2 of the chosen S + {j}, by the reference, is at least every other
-    candidate's less 1e-12 relative."""
+    candidate's less 1e-12 relative (`fixed`: features the noise does not move, no candidates:
+    ranked last)."""
     d = ens.n_features
-    rk, curve = core_exact.greedy_rank(ens._arena, rows, noise, threads, Kernel.leaf_pairs)
+    rk, curve = core_exact.greedy_rank(ens._arena, rows, noise, threads, kernel)
     _close(curve, core_exact.pg2_curve(ens._arena, rows, rk, d, noise, 1, Kernel.reference))
     for i in range(len(rows)):
         for k in range(d - 1):
@@ -284,7 +285,7 @@ def _check_greedy_against_the_reference(ens, rows, noise, threads=1):
             masks[:, chosen] = 1
             masks[np.arange(d), np.arange(d)] = 1
             values = core_exact.pg2(ens._arena, np.repeat(rows[i : i + 1], d, axis=0), masks, noise, 1, Kernel.reference)
-            others = np.setdiff1d(np.arange(d), chosen)
+            others = np.setdiff1d(np.arange(d), np.concatenate([chosen, np.asarray(fixed, dtype=chosen.dtype)]))
             assert values[rk[i, k]] >= values[others].max() * (1 - 1e-12)
 
 
@@ -299,6 +300,28 @@ def test_greedy_ranking_on_projected_pairs(monkeypatch, mode, seed, depth, d):
     rows = X[:10].copy()
     rows[3, 1] = np.nan
     _check_greedy_against_the_reference(ens, rows, _noise(d, seed), threads=1 + seed % 2)
+
+
+@pytest.mark.parametrize("seed,d", [(20, 12), (21, 3), (22, 7)])
+def test_one_row_greedy_ranking_with_its_sets_in_the_lanes(monkeypatch, seed, d):
+    """A call of one row ranks on the projected pairs with each step's sets side by side in the
+    lanes (one candidate a lane, and S; the tail's subsets; pair_kernel.hpp, one_row_in_lanes):
+    its choices and curve against the reference, on 1 and 2 threads, with more candidates than
+    lanes (d = 12: two vectors), the tail alone (d = 3), NaN in a row and a feature the noise
+    leaves alone (never chosen before the others)."""
+    _use(monkeypatch, "default")
+    ens, X = _catboost(seed, 6, iterations=20, d=d)
+    rng = np.random.default_rng(seed)
+    family = rng.choice(np.array([0, 1, 2], np.uint8), size=d)
+    fixed = [d // 2] if d > 3 else []
+    family[fixed] = core_exact.NOISE_FAMILIES["fixed"]
+    noise = core_exact.Perturbation(rng.uniform(0.1, 1.2, size=d), family)
+    rows = X[:3].copy()
+    rows[1, 0] = np.nan
+    for i in range(len(rows)):
+        _check_greedy_against_the_reference(ens, rows[i:i + 1], noise, threads=1 + i % 2, kernel=Kernel.pairs,
+                                            fixed=fixed)
+        assert all(core_exact.greedy_rank(ens._arena, rows[i:i + 1], noise, 1, Kernel.pairs)[0][0, d - len(fixed):] == fixed)
 
 
 @pytest.mark.parametrize("pruning", ["1", "reckless"])

@@ -448,7 +448,7 @@ bool second_step_on_grids(const Arena& a, const LeafBoxes& boxes, std::uint64_t 
 
 void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,
                             std::int64_t* ranking_out, double* curve_out, RunControl* control,
-                            const PruneBudget& prune) {
+                            const PruneBudget& prune, bool one_row_in_lanes) {
   PairSweep sweep(a, noise, X, n_threads, n_rows, control);
   const LeafBoxes& boxes = sweep.boxes;
   const int threads = sweep.threads;
@@ -492,9 +492,44 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
                     ((n_candidates >= 2 ? n_candidates - tail_r + tail_weight : n_candidates + 1) -
                      (swept_first ? 1 : 0) - (gridded_second ? 1 : 0)),
                     block_vectors(block, n_rows));
+  // One row: its passes put the sets they compare in the lanes (a step's S + {j}, one candidate
+  // a lane, and S; the tail's S + A, one subset a lane), copies of the row, and sum each as a
+  // set (set_pass): a greedy pass's or tail pass's sets of one row left seven lanes of eight idle,
+  // and its per-lane work for every set cost more than a set's. Unpruned (exact, so no choice
+  // needs a certificate); every value is a set pass's, so the curve has pg2's bits.
+  const bool sets_in_lanes = one_row_in_lanes && n_rows == 1 && n_candidates >= 2;
+  std::vector<double> copies;  // the row, once per lane the sets need
+  std::int64_t n_copies = 0;
+  if (sets_in_lanes) {
+    n_copies = std::max<std::int64_t>(n_candidates + 1, n_tail_sets);
+    copies.resize(static_cast<std::size_t>(n_copies * d));
+    for (std::int64_t i = 0; i < n_copies; ++i) std::copy(X, X + d, copies.begin() + i * d);
+  }
+  // PG2 of sets[l] for lanes l < n_sets (copies of the row) into total[l]; `weight`: the sweeps
+  // its pass counts for in the progress (plan_sweeps).
+  auto lane_sets = [&](const std::vector<std::uint64_t>& sets, std::int64_t n_sets, std::int64_t weight) {
+    code_set(sets.data(), n_sets, lanes);
+    find_live(a, boxes, lanes, n_sets, 1, live);
+    const std::size_t width = static_cast<std::size_t>(lanes.vectors) * kLanes;
+    sum.assign(static_cast<std::size_t>(n_trees) * width, 0.0);
+    comp.assign(sum.size(), 0.0);
+    auto pass = [&](std::int64_t t, const auto& view, double mult) {
+      double* st = sum.data() + static_cast<std::size_t>(t) * width;
+      double* ct = comp.data() + static_cast<std::size_t>(t) * width;
+      for (std::int32_t v = 0; v * kLanes < n_sets; ++v) {
+        set_pass(sweep.passes, view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
+      }
+    };
+    sweep.run(pass, true, &live, weight, pass);
+    if (!sweep.stopped()) reduce_trees(sum, comp, n_trees, width, total);
+  };
   for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
-    fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
+    if (sets_in_lanes) {
+      fill_block(a, noise, boxes, copies.data(), 0, n_copies, threads, lanes);
+    } else {
+      fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
+    }
     const std::size_t width = static_cast<std::size_t>(lanes.vectors) * kLanes;
     const std::size_t corr_width = width * static_cast<std::size_t>(d);  // [vector][feature][lane]
     chosen.assign(width, 0);
@@ -510,6 +545,35 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
         // pair_passes.hpp); the steps then choose from those values (ties to the lower index,
         // as below), and their curve entries are the chosen sets' values.
         const auto n_sets = static_cast<std::size_t>(n_tail_sets);
+        if (sets_in_lanes) {
+          const std::uint64_t movable = lanes.perturbable[0];
+          const std::uint64_t S = chosen[0] & movable;
+          std::int32_t row_tail[kMaxTailCandidates];
+          std::uint64_t left = choosable & ~chosen[0];
+          for (std::int64_t c = 0; c < tail_r; ++c, left &= left - 1) row_tail[c] = __builtin_ctzll(left);
+          std::vector<std::uint64_t> sets(width, S);
+          for (std::size_t A = 0; A < n_sets; ++A) {
+            for (std::int64_t c = 0; c < tail_r; ++c) {
+              if ((A >> c) & 1u) sets[A] |= bit(row_tail[c]) & movable;
+            }
+          }
+          lane_sets(sets, n_tail_sets, tail_weight);
+          if (sweep.stopped()) return;
+          if (step > 0) curve_out[step - 1] = total[0];
+          std::size_t taken = 0;
+          for (std::int64_t k = 0; k < tail_r; ++k) {
+            std::int64_t best = -1;
+            for (std::int64_t c = 0; c < tail_r; ++c) {
+              if ((taken >> c) & 1u) continue;
+              if (best < 0 || total[taken | (std::size_t{1} << c)] > total[taken | (std::size_t{1} << best)]) best = c;
+            }
+            taken |= std::size_t{1} << best;
+            chosen[0] |= bit(row_tail[best]);
+            ranking_out[step + k] = row_tail[best];
+            curve_out[step + k] = total[taken];
+          }
+          break;
+        }
         std::vector<std::uint64_t> tail_sets(n_sets * width);  // [vector][set][lane]
         std::vector<std::int32_t> tail(static_cast<std::size_t>(width) * static_cast<std::size_t>(tail_r));
         std::vector<std::uint64_t> sets(width);
@@ -597,6 +661,33 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
         continue;
       }
       const bool ranking = step < n_candidates;
+      if (sets_in_lanes && ranking) {
+        // Lane l < |candidates|: S + {its candidate}; lane |candidates|: S (the curve's entry).
+        const std::uint64_t movable = lanes.perturbable[0];
+        const std::uint64_t S = chosen[0] & movable;
+        const std::uint64_t candidates = choosable & ~chosen[0];
+        std::vector<std::uint64_t> sets(width, S);
+        std::int32_t lane_of[64];
+        std::int64_t n_sets = 0;
+        for (std::uint64_t f = candidates; f != 0; f &= f - 1) {
+          const std::int32_t j = __builtin_ctzll(f);
+          lane_of[j] = static_cast<std::int32_t>(n_sets);
+          sets[static_cast<std::size_t>(n_sets++)] = S | (bit(j) & movable);
+        }
+        const std::int64_t s_lane = n_sets++;
+        lane_sets(sets, n_sets, 1);
+        if (sweep.stopped()) return;
+        if (step > 0) curve_out[step - 1] = total[static_cast<std::size_t>(s_lane)];
+        double value[64];  // PG2(S + {j}) per candidate j
+        for (std::uint64_t f = candidates; f != 0; f &= f - 1) {
+          const std::int32_t j = __builtin_ctzll(f);
+          value[j] = total[static_cast<std::size_t>(lane_of[j])];
+        }
+        const std::int32_t best = best_candidate(value, candidates);
+        chosen[0] |= bit(best);
+        ranking_out[step] = best;
+        continue;
+      }
       std::vector<std::uint64_t> sets(width);
       for (std::size_t i = 0; i < width; ++i) {
         sets[i] = chosen[i] & lanes.perturbable[i];
@@ -688,7 +779,7 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
   std::vector<std::int64_t> rankings(failed.size() * static_cast<std::size_t>(d));
   std::vector<double> curves(rankings.size());
   greedy_rank_pairs_impl(a, noise, rows_x.data(), static_cast<std::int64_t>(failed.size()), n_threads,
-                         rankings.data(), curves.data(), control, PruneBudget{});
+                         rankings.data(), curves.data(), control, PruneBudget{}, false);
   scatter_rows(rankings, d, failed, ranking_out);
   scatter_rows(curves, d, failed, curve_out);
 }
@@ -696,9 +787,11 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
 }  // namespace
 
 void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t n_rows, int n_threads,
-                       std::int64_t* ranking_out, double* curve_out, RunControl* control, double tol) {
+                       std::int64_t* ranking_out, double* curve_out, RunControl* control, double tol,
+                       bool one_row_in_lanes) {
   check_features(a);
-  greedy_rank_pairs_impl(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, prune_budget(tol));
+  greedy_rank_pairs_impl(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, prune_budget(tol),
+                         one_row_in_lanes);
 }
 
 }  // namespace pgexact

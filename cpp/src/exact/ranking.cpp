@@ -78,7 +78,9 @@ void greedy_rank_batch(const Arena& a, const Noise& noise, const double* X, std:
       greedy_few_rows(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, tol, true);
       return;
     }
-    greedy_rank_pairs(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, tol);
+    // A call of one row as a whole (Kernel.pairs; a block of a larger call is Kernel.leaf_pairs,
+    // pgexact._exact._kernels) compares its sets in the lanes.
+    greedy_rank_pairs(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, tol, pruning == Pruning::Full);
     return;
   }
   if (noise.has_categorical() && pruning != Pruning::None) throw std::invalid_argument(categorical_unsupported());
