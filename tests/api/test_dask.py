@@ -169,6 +169,37 @@ def test_equals_in_memory(client, model, X, per_row, case):
     assert np.array_equal(got, ref)
 
 
+def test_a_call_of_one_row_keeps_its_bits(client, X):
+    """A call of one row as a whole ranks on its own kernel (CatBoost's trees of 64 leaves: each
+    step's sets in the lanes), which a block of a larger call does not: a one-row dask array
+    keeps the in-memory call's bits, as a one-row block of a larger one keeps that call's."""
+    from catboost import CatBoostRegressor
+
+    from pgexact._core import exact as core_exact
+    from pgexact._exact._kernels import block_of_call
+
+    rng = np.random.default_rng(0)
+    Xt = rng.normal(size=(300, D))
+    cat = pgexact.load(CatBoostRegressor(iterations=12, depth=6, verbose=0, thread_count=1, random_seed=0,
+                                         allow_writing_files=False).fit(Xt, Xt[:, 0] * Xt[:, 1] + Xt[:, 2]))
+    assert cat.n_leaves == 64 * cat.n_trees and not core_exact.few_rows_on_walks(  # (not on the walks)
+        cat._arena, core_exact.Perturbation(np.full(D, 0.3), np.zeros(D, np.uint8)), 1, core_exact.FewRowsCall.greedy)
+    rows = np.nan_to_num(X)
+
+    def as_block_of_more(row):
+        with block_of_call(2):
+            return pgexact.pgi2(cat, row)
+
+    # a row whose PGI2 alone is not its bits as a block of a larger call (most rows agree to the bit)
+    i = next(i for i in range(len(rows)) if pgexact.pgi2(cat, rows[i:i + 1]) != as_block_of_more(rows[i:i + 1]))
+    one = rows[i:i + 1]
+    for name in ("rank", "pgi2"):
+        got = getattr(pgd, name)(cat, da.from_array(one, chunks=(1, D))).compute()
+        assert np.array_equal(got, getattr(pgexact, name)(cat, one))
+    lazy = pgd.pgi2(cat, da.from_array(np.nan_to_num(X[:9]), chunks=((8, 1), (D,))))
+    assert np.array_equal(lazy.compute(), pgexact.pgi2(cat, np.nan_to_num(X[:9])))
+
+
 def test_all_functions_with_a_forest_and_column_chunks(client, forest, X):
     """A model without names, X chunked by columns too (rechunked into one column chunk)."""
     dx = da.from_array(X, chunks=((50, 30), (2, 4)))

@@ -174,6 +174,8 @@ class PreparedCall:
         whole = _WHOLE_CALL_ROWS.get()
         if whole is None or kernel != Kernel.pairs:
             return kernel
+        if whole == self.n_rows:
+            return kernel  # the block is the whole call (one row ranks its sets in the lanes)
         if whole >= 0 and _core.exact.few_rows_on_walks(self.ensemble._arena, self.perturbation,
                                                         whole, call):
             return kernel  # the block has at most the whole call's rows: the same choice
