@@ -93,8 +93,8 @@ void pg2_curve_pairs(const Arena& arena, const Noise& noise, const double* X, st
 // beats every other by more than their bounds, else the row is ranked again unpruned, so the
 // ranking is the unpruned one. `one_row_in_lanes`: a call of one row (as a whole: not a block
 // of a larger call, whose rows must keep that call's bits) compares each step's sets side by
-// side in the SIMD lanes, unpruned, and its curve has pg2's bits of an unpruned leaf-pair set
-// (within 1e-13 of the same row in a larger call).
+// side in the SIMD lanes, unpruned: its curve has pg2's bits of an unpruned leaf-pair set from
+// the third entry on, within 2 tol of the same row in a larger call (not its bits).
 void greedy_rank_pairs(const Arena& arena, const Noise& noise, const double* X, std::int64_t n_rows,
                        int n_threads, std::int64_t* ranking_out, double* curve_out,
                        RunControl* control = nullptr, double tol = kDefaultTolerance,
