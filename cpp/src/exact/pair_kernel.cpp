@@ -374,6 +374,43 @@ bool choice_certified(std::int32_t best, const double* value, std::uint64_t cand
   return true;
 }
 
+// A row's tail candidates (the greedy ranking's last tail_r steps): the first tail_r features of
+// `left` (those not chosen; exactly tail_r for a row, more for a padding lane), in feature order.
+inline void list_tail(std::uint64_t left, std::int64_t tail_r, std::int32_t* row_tail) {
+  for (std::int64_t c = 0; c < tail_r; ++c, left &= left - 1) row_tail[c] = __builtin_ctzll(left);
+}
+
+// S + A: S with the tail candidates of subset A (bit c: row_tail[c]) that the row can move.
+inline std::uint64_t tail_set(std::uint64_t S, const std::int32_t* row_tail, std::int64_t tail_r, std::size_t A,
+                              std::uint64_t movable) {
+  for (std::int64_t c = 0; c < tail_r; ++c) {
+    if ((A >> c) & 1u) S |= bit(row_tail[c]) & movable;
+  }
+  return S;
+}
+
+// The tail's steps of one row, from value(A) = PG2(S + A) for every subset A of its candidates
+// row_tail: each step takes the candidate whose addition has the largest value (strictly
+// greater: ties to the lower index, row_tail being in feature order), into chosen and
+// ranking_row[step + k]; the curve gets PG2(S) at step - 1 and the chosen sets' values after.
+template <typename Value>
+void choose_tail(Value&& value, const std::int32_t* row_tail, std::int64_t tail_r, std::int64_t step,
+                 std::uint64_t& chosen, std::int64_t* ranking_row, double* curve_row) {
+  if (step > 0) curve_row[step - 1] = value(std::size_t{0});
+  std::size_t taken = 0;
+  for (std::int64_t k = 0; k < tail_r; ++k) {
+    std::int64_t best = -1;
+    for (std::int64_t c = 0; c < tail_r; ++c) {
+      if ((taken >> c) & 1u) continue;
+      if (best < 0 || value(taken | (std::size_t{1} << c)) > value(taken | (std::size_t{1} << best))) best = c;
+    }
+    taken |= std::size_t{1} << best;
+    chosen |= bit(row_tail[best]);
+    ranking_row[step + k] = row_tail[best];
+    curve_row[step + k] = value(taken);
+  }
+}
+
 // A greedy ranking's first steps without a pass over the pairs, per row, into values[i * d + j]
 // for rows r0 .. r0 + rows and candidates j (pg2_row; exact, unpruned):
 // - step 0 (first null): PG2 of each candidate alone, a sweep over that feature's boundaries
@@ -547,31 +584,13 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
         const auto n_sets = static_cast<std::size_t>(n_tail_sets);
         if (sets_in_lanes) {
           const std::uint64_t movable = lanes.perturbable[0];
-          const std::uint64_t S = chosen[0] & movable;
           std::int32_t row_tail[kMaxTailCandidates];
-          std::uint64_t left = choosable & ~chosen[0];
-          for (std::int64_t c = 0; c < tail_r; ++c, left &= left - 1) row_tail[c] = __builtin_ctzll(left);
-          std::vector<std::uint64_t> sets(width, S);
-          for (std::size_t A = 0; A < n_sets; ++A) {
-            for (std::int64_t c = 0; c < tail_r; ++c) {
-              if ((A >> c) & 1u) sets[A] |= bit(row_tail[c]) & movable;
-            }
-          }
+          list_tail(choosable & ~chosen[0], tail_r, row_tail);
+          std::vector<std::uint64_t> sets(width, chosen[0] & movable);
+          for (std::size_t A = 0; A < n_sets; ++A) sets[A] = tail_set(chosen[0] & movable, row_tail, tail_r, A, movable);
           lane_sets(sets, n_tail_sets, tail_weight);
           if (sweep.stopped()) return;
-          if (step > 0) curve_out[step - 1] = total[0];
-          std::size_t taken = 0;
-          for (std::int64_t k = 0; k < tail_r; ++k) {
-            std::int64_t best = -1;
-            for (std::int64_t c = 0; c < tail_r; ++c) {
-              if ((taken >> c) & 1u) continue;
-              if (best < 0 || total[taken | (std::size_t{1} << c)] > total[taken | (std::size_t{1} << best)]) best = c;
-            }
-            taken |= std::size_t{1} << best;
-            chosen[0] |= bit(row_tail[best]);
-            ranking_out[step + k] = row_tail[best];
-            curve_out[step + k] = total[taken];
-          }
+          choose_tail([&](std::size_t A) { return total[A]; }, row_tail, tail_r, step, chosen[0], ranking_out, curve_out);
           break;
         }
         std::vector<std::uint64_t> tail_sets(n_sets * width);  // [vector][set][lane]
@@ -580,16 +599,10 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
         for (std::size_t i = 0; i < width; ++i) {
           const std::size_t v = i / kLanes, l = i % kLanes;
           sets[i] = chosen[i] & lanes.perturbable[i];
-          // A row's candidates left are exactly tail_r; a padding lane's (nothing chosen) more.
-          std::uint64_t left = choosable & ~chosen[i];
           std::int32_t* row_tail = tail.data() + i * static_cast<std::size_t>(tail_r);
-          for (std::int64_t c = 0; c < tail_r; ++c, left &= left - 1) row_tail[c] = __builtin_ctzll(left);
+          list_tail(choosable & ~chosen[i], tail_r, row_tail);
           for (std::size_t A = 0; A < n_sets; ++A) {
-            std::uint64_t set = sets[i];
-            for (std::int64_t c = 0; c < tail_r; ++c) {
-              if ((A >> c) & 1u) set |= bit(row_tail[c]) & lanes.perturbable[i];
-            }
-            tail_sets[(v * n_sets + A) * kLanes + l] = set;
+            tail_sets[(v * n_sets + A) * kLanes + l] = tail_set(sets[i], row_tail, tail_r, A, lanes.perturbable[i]);
           }
         }
         code_tail(sets.data(), tail.data(), tail_r, rows, lanes);
@@ -610,22 +623,9 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
         reduce_trees(sum, comp, n_trees, n_sets * width, total);
         for (std::int64_t i = 0; i < rows; ++i) {
           const std::size_t v = static_cast<std::size_t>(i / kLanes), l = static_cast<std::size_t>(i % kLanes);
-          auto value = [&](std::size_t A) { return total[(v * n_sets + A) * kLanes + l]; };
-          if (step > 0) curve_out[(r0 + i) * d + step - 1] = value(0);
           const std::int32_t* row_tail = tail.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(tail_r);
-          std::size_t taken = 0;
-          for (std::int64_t k = 0; k < tail_r; ++k) {
-            std::int64_t best = -1;
-            for (std::int64_t c = 0; c < tail_r; ++c) {
-              if ((taken >> c) & 1u) continue;
-              // Strictly greater: ties to the lower index (row_tail is in feature order).
-              if (best < 0 || value(taken | (std::size_t{1} << c)) > value(taken | (std::size_t{1} << best))) best = c;
-            }
-            taken |= std::size_t{1} << best;
-            chosen[static_cast<std::size_t>(i)] |= bit(row_tail[best]);
-            ranking_out[(r0 + i) * d + step + k] = row_tail[best];
-            curve_out[(r0 + i) * d + step + k] = value(taken);
-          }
+          choose_tail([&](std::size_t A) { return total[(v * n_sets + A) * kLanes + l]; }, row_tail, tail_r, step,
+                      chosen[static_cast<std::size_t>(i)], ranking_out + (r0 + i) * d, curve_out + (r0 + i) * d);
         }
         break;
       }
