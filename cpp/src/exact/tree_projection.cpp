@@ -68,15 +68,14 @@ bool grids_fit(const TreeGrouping& first, const TreeGrouping& second, std::size_
   return true;
 }
 
-// The plan's ProjectedGrid where both groupings are full grids whose tensors fit (grids_fit), no
-// meet comes from a special value alone (then the meets are exactly the pairs of cells apart on
-// no feature) and the contraction costs less than the n_meets meets of n_entries entries;
-// `entry`: per feature c and pair of intervals, project_tree_pair's meet entries. Returns
-// whether the plan has one (else the caller clears what was built).
+// The plan's ProjectedGrid, where both groupings are full grids whose tensors fit (grids_fit: the
+// caller has checked), no meet comes from a special value alone (then the meets are exactly the
+// pairs of cells apart on no feature) and the contraction costs less than the n_meets meets of
+// n_entries entries; `entry`: per feature c and pair of intervals, project_tree_pair's meet
+// entries. Returns whether the plan has one (else the caller clears what was built).
 bool build_grid(const TreeGrouping& first, const TreeGrouping& second, std::size_t n_shared,
                 const std::int32_t* feature_of, const std::vector<std::int32_t>& entry, const std::size_t* entry_begin,
                 double n_meets, double n_entries, ProjectedPlan& plan) {
-  if (!grids_fit(first, second, n_shared)) return false;
   if (plan.interval_cut.size() / 2 >= kGridEmpty) return false;  // (a factor names its interval below the two codes)
   std::size_t cells_meeting = 1;  // pairs of cells apart on no feature
   for (std::size_t c = 0; c < n_shared; ++c) {
@@ -493,7 +492,9 @@ bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGroupin
   if (plan.interval_cut.size() / 2 > 65535) return false;
   const auto meets = static_cast<double>(n_meets), entries = static_cast<double>(n_entries);
   const bool use = always || (projected_items + meets + entries) * kProjectedWeight < pair_cost;
-  if (use && grid && !build_grid(first, second, n_shared, feature_of, entry, entry_begin, meets, entries, plan)) {
+  if (use && grid &&
+      !(grids_fit(first, second, n_shared) &&
+        build_grid(first, second, n_shared, feature_of, entry, entry_begin, meets, entries, plan))) {
     plan.clear_grid();
   }
   return use;
