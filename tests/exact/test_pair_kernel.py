@@ -128,6 +128,42 @@ def test_more_rows_than_one_block_and_any_threads(xgb_model, monkeypatch):
         np.testing.assert_allclose(walked[0], many[i], rtol=2e-13, atol=0)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rows_fill_the_lanes_in_any_order(xgb_model, monkeypatch, threads):
+    """The kernel puts near rows in the same vectors of lanes (row_order.hpp) and the values
+    back where the rows were: the same bits as the rows in the caller's order
+    (PGEXACT_ROW_ORDER=0), for sets (one mask, a mask per row), curves (one ranking, one per
+    row) and greedy rankings, over blocks of 16 rows, with NaN, a feature the noise leaves alone
+    and a row count that is not a whole number of vectors. A value put back in another row's
+    place, or a row computed with another row's mask or ranking, gives other numbers."""
+    ens, X = xgb_model
+    d = ens.n_features
+    monkeypatch.setenv("PGEXACT_BLOCK_ROWS", "16")
+    rng = np.random.default_rng(11)
+    rows = X[rng.permutation(len(X))[:45]].copy()
+    rows[[4, 30], 2] = np.nan
+    base = _noise(d, 9)
+    family = base.family.copy()
+    family[5] = 4  # Fixed: never perturbed, its rows apart
+    noise = Perturbation(base.sigma, family)
+    masks = (rng.random((len(rows), d)) < 0.6).astype(np.uint8)
+    R = np.array([rng.permutation(d) for _ in range(len(rows))], dtype=np.int64)
+    values = {}
+    for order in ("0", "1"):
+        monkeypatch.setenv("PGEXACT_ROW_ORDER", order)
+        values[order] = [
+            core_exact.pg2(ens._arena, rows, np.ones(d, np.uint8), noise, threads, Kernel.leaf_pairs),
+            core_exact.pg2(ens._arena, rows, masks, noise, threads, Kernel.leaf_pairs),
+            core_exact.pg2_curve(ens._arena, rows, R, d, noise, threads, Kernel.leaf_pairs),
+            core_exact.pg2_curve(ens._arena, rows, R[7], 4, noise, threads, Kernel.leaf_pairs),
+            *core_exact.greedy_rank(ens._arena, rows, noise, threads, Kernel.leaf_pairs),
+        ]
+    for given, ordered in zip(values["0"], values["1"]):
+        np.testing.assert_array_equal(ordered, given)
+    # and they are right: every row against the unpruned reference
+    _close(values["1"][2], core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.reference))
+
+
 @pytest.mark.parametrize("cap", [None, 8, 24, 64, 200])
 def test_a_long_call_goes_in_equal_blocks(xgb_model, monkeypatch, cap):
     """A call past one block's budget goes in as few blocks as the budget allows, of equal size

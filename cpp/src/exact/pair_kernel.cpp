@@ -11,6 +11,7 @@
 #include "live_leaves.hpp"
 #include "pair_lanes.hpp"
 #include "pair_sweep.hpp"
+#include "row_order.hpp"
 #include "row_subsets.hpp"
 #include "walk_common.hpp"
 #include "pgexact/exact/kernels.hpp"
@@ -213,7 +214,19 @@ void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t
                const std::uint8_t* perturbed, bool mask_per_row, int n_threads, double* out,
                RunControl* control, double tol) {
   check_features(a);
-  pg2_pairs_impl(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control, prune_budget(tol));
+  // Near rows fill the same vectors (row_order.hpp): the same bits, in fewer pairs.
+  const std::vector<std::int64_t> order = lane_order(noise, X, n_rows, a.n_features);
+  if (order.empty()) {
+    pg2_pairs_impl(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control, prune_budget(tol));
+    return;
+  }
+  const std::vector<double> rows_x = gather_rows(X, a.n_features, order);
+  const std::vector<std::uint8_t> masks = mask_per_row ? gather_rows(perturbed, a.n_features, order)
+                                                       : std::vector<std::uint8_t>();
+  std::vector<double> values(order.size());
+  pg2_pairs_impl(a, noise, rows_x.data(), n_rows, mask_per_row ? masks.data() : perturbed, mask_per_row, n_threads,
+                 values.data(), control, prune_budget(tol));
+  scatter_rows(values, 1, order, out);
 }
 
 namespace {
@@ -339,8 +352,20 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
                      double* out, RunControl* control, double tol) {
   check_features(a);
   if (n_steps == 0) return;
-  pg2_curve_pairs_impl(a, noise, X, n_rows, ranking, ranking_per_row, n_steps, n_threads, out, control,
-                       prune_budget(tol));
+  const std::vector<std::int64_t> order = lane_order(noise, X, n_rows, a.n_features);  // as pg2_pairs
+  if (order.empty()) {
+    pg2_curve_pairs_impl(a, noise, X, n_rows, ranking, ranking_per_row, n_steps, n_threads, out, control,
+                         prune_budget(tol));
+    return;
+  }
+  const std::vector<double> rows_x = gather_rows(X, a.n_features, order);
+  // (A ranking per row is a row of d features, of which the curve takes the first n_steps.)
+  const std::vector<std::int64_t> rankings = ranking_per_row ? gather_rows(ranking, a.n_features, order)
+                                                             : std::vector<std::int64_t>();
+  std::vector<double> values(order.size() * static_cast<std::size_t>(n_steps));
+  pg2_curve_pairs_impl(a, noise, rows_x.data(), n_rows, ranking_per_row ? rankings.data() : ranking,
+                       ranking_per_row, n_steps, n_threads, values.data(), control, prune_budget(tol));
+  scatter_rows(values, n_steps, order, out);
 }
 
 namespace {
@@ -790,8 +815,20 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
                        std::int64_t* ranking_out, double* curve_out, RunControl* control, double tol,
                        bool one_row_in_lanes) {
   check_features(a);
-  greedy_rank_pairs_impl(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, prune_budget(tol),
-                         one_row_in_lanes);
+  const std::vector<std::int64_t> order = lane_order(noise, X, n_rows, a.n_features);  // as pg2_pairs
+  if (order.empty()) {
+    greedy_rank_pairs_impl(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, prune_budget(tol),
+                           one_row_in_lanes);
+    return;
+  }
+  const std::int64_t d = a.n_features;
+  const std::vector<double> rows_x = gather_rows(X, d, order);
+  std::vector<std::int64_t> rankings(order.size() * static_cast<std::size_t>(d));
+  std::vector<double> curves(rankings.size());
+  greedy_rank_pairs_impl(a, noise, rows_x.data(), n_rows, n_threads, rankings.data(), curves.data(), control,
+                         prune_budget(tol), one_row_in_lanes);
+  scatter_rows(rankings, d, order, ranking_out);
+  scatter_rows(curves, d, order, curve_out);
 }
 
 }  // namespace pgexact
