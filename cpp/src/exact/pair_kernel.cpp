@@ -17,7 +17,8 @@
 #include "pgexact/exact/kernels.hpp"
 #include "pgexact/exact/leaf_pairs.hpp"
 
-// The drivers of the leaf-pair kernel (pair_kernel.hpp): per block of rows, fill the lanes
+// The drivers of the leaf-pair kernel (pair_kernel.hpp): the rows in an order that puts near
+// ones in the same vectors (row_order), then per block of rows, fill the lanes
 // (pair_lanes), set the leaves' codes, prune per row (leaf_pruning), find the live leaves
 // (live_leaves), sweep the pair lists (pair_sweep) with the passes for this CPU (pair_passes),
 // add the per-tree sums in order and certify.

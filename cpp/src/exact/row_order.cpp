@@ -14,7 +14,8 @@ namespace {
 
 // Rows are split in halves along their widest feature down to chunks of at most this many, and
 // grouped by nearest neighbours within a chunk (quadratic in its rows: about a microsecond a
-// row on 8 features). Near neighbours over the whole of 256 rows grouped them no better.
+// row on 8 features, 0.1 s for 100,000 rows). Chunks of 512 ran 1,024 rows of XGBRegressor()
+// no faster (24.7 against 24.8 s).
 constexpr std::int64_t kChunkRows = 128;
 // Where a coordinate is NaN (never perturbed: the row takes the missing-value branch) or beyond
 // this many noise units: here, so that every distance is finite and such rows go together.
