@@ -211,6 +211,26 @@ def test_projection_counts_set_up_once(monkeypatch):
     assert p.projected_seconds() == pytest.approx(11.0 + 0.998 * 1000.0)
 
 
+def test_no_warning_before_a_rate(monkeypatch):
+    """One report of work after a long set-up projects elapsed / fraction, which counts the
+    set-up once per unit: the PerformanceWarning waits for a second report and its rate (a
+    million rows of a two-tree model warned of 136 s for a call of 2.4 s)."""
+    clock = {"now": 0.0}
+    monkeypatch.setattr(_progress.time, "perf_counter", lambda: clock["now"])
+    p = _progress.Progress(False, 1, "pgi2", warn=True)
+    update = p.stage()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pgexact.PerformanceWarning)
+        clock["now"] = 1.0  # a second of set-up, then 0.1 % of the work
+        update(1, 1000)
+        assert p.projected_seconds() == pytest.approx(1000.0)  # past WARN_SECONDS, no rate yet
+        clock["now"] = 1.01  # the rate: 10 s to go
+        update(2, 1000)
+    clock["now"] = 2.0  # then the rate drops: 998 s to go, and now it warns
+    with pytest.warns(pgexact.PerformanceWarning):
+        update(3, 1000)
+
+
 def test_projection_rate_starts_at_the_first_report_not_the_first_look(monkeypatch):
     """Reports of work come every 25 ms, the first look at the projection half a second into the
     call: the rate must run from the first report. Taken at the first look, there was no rate

@@ -216,7 +216,8 @@ void pg2_pairs(const Arena& a, const Noise& noise, const double* X, std::int64_t
                RunControl* control, double tol) {
   check_features(a);
   // Near rows fill the same vectors (row_order.hpp): the same bits, in fewer pairs.
-  const std::vector<std::int64_t> order = lane_order(noise, X, n_rows, a.n_features);
+  const std::vector<std::int64_t> order = lane_order(noise, X, n_rows, a.n_features, control);
+  if (stopped(control)) return;  // (a stopped call's outputs are discarded: run_control.hpp)
   if (order.empty()) {
     pg2_pairs_impl(a, noise, X, n_rows, perturbed, mask_per_row, n_threads, out, control, prune_budget(tol));
     return;
@@ -353,7 +354,8 @@ void pg2_curve_pairs(const Arena& a, const Noise& noise, const double* X, std::i
                      double* out, RunControl* control, double tol) {
   check_features(a);
   if (n_steps == 0) return;
-  const std::vector<std::int64_t> order = lane_order(noise, X, n_rows, a.n_features);  // as pg2_pairs
+  const std::vector<std::int64_t> order = lane_order(noise, X, n_rows, a.n_features, control);  // as pg2_pairs
+  if (stopped(control)) return;
   if (order.empty()) {
     pg2_curve_pairs_impl(a, noise, X, n_rows, ranking, ranking_per_row, n_steps, n_threads, out, control,
                          prune_budget(tol));
@@ -816,7 +818,8 @@ void greedy_rank_pairs(const Arena& a, const Noise& noise, const double* X, std:
                        std::int64_t* ranking_out, double* curve_out, RunControl* control, double tol,
                        bool one_row_in_lanes) {
   check_features(a);
-  const std::vector<std::int64_t> order = lane_order(noise, X, n_rows, a.n_features);  // as pg2_pairs
+  const std::vector<std::int64_t> order = lane_order(noise, X, n_rows, a.n_features, control);  // as pg2_pairs
+  if (stopped(control)) return;
   if (order.empty()) {
     greedy_rank_pairs_impl(a, noise, X, n_rows, n_threads, ranking_out, curve_out, control, prune_budget(tol),
                            one_row_in_lanes);

@@ -14,9 +14,11 @@ namespace {
 
 // Rows are split in halves along their widest feature down to chunks of at most this many, and
 // grouped by nearest neighbours within a chunk (quadratic in its rows: about a microsecond a
-// row on 8 features, 0.1 s for 100,000 rows). Chunks of 512 ran 1,024 rows of XGBRegressor()
-// no faster (24.7 against 24.8 s).
+// row on 8 features). Chunks of 512 ran 1,024 rows of XGBRegressor() no faster (24.7 against
+// 24.8 s).
 constexpr std::int64_t kChunkRows = 128;
+// A chunk's widest feature is found on at most this many of its rows.
+constexpr std::int64_t kSpreadRows = 1024;
 // Where a coordinate is NaN (never perturbed: the row takes the missing-value branch) or beyond
 // this many noise units: here, so that every distance is finite and such rows go together.
 constexpr double kFar = 1e6;
@@ -104,7 +106,8 @@ void near_groups(const std::vector<double>& z, std::int64_t d, const std::int64_
 // Appends rows[0 .. n) to `order`: halves along the feature of widest spread (the first half a
 // whole number of vectors) until a chunk is small enough to group by neighbours.
 void split(const std::vector<double>& z, std::int64_t d, std::int64_t* rows, std::int64_t n,
-           std::vector<std::int64_t>& order) {
+           std::vector<std::int64_t>& order, const RunControl* control) {
+  if (stopped(control)) return;
   if (n <= kChunkRows) {
     near_groups(z, d, rows, n, order);
     return;
@@ -112,9 +115,12 @@ void split(const std::vector<double>& z, std::int64_t d, std::int64_t* rows, std
   const double* Z = z.data();
   std::int64_t widest = 0;
   double spread = -1.0;
+  // The spread of at most kSpreadRows of the rows, evenly taken (a feature's spread needs no
+  // more, and every row's coordinates at every level were scattered reads over all of z).
+  const std::int64_t stride = std::max<std::int64_t>(1, n / kSpreadRows);
   for (std::int64_t j = 0; j < d; ++j) {
     double lo = Z[rows[0] * d + j], hi = lo;
-    for (std::int64_t k = 1; k < n; ++k) {
+    for (std::int64_t k = stride; k < n; k += stride) {
       lo = std::min(lo, Z[rows[k] * d + j]);
       hi = std::max(hi, Z[rows[k] * d + j]);
     }
@@ -123,25 +129,28 @@ void split(const std::vector<double>& z, std::int64_t d, std::int64_t* rows, std
       widest = j;
     }
   }
-  std::sort(rows, rows + n, [&](std::int64_t p, std::int64_t q) {
+  // The rows below the split before it (a partition, not a sort: a sort at every level cost
+  // about 1 us a row on a million rows, more than the kernel on a model of a few trees).
+  const std::int64_t half = (n / 2 + kLanes - 1) / kLanes * kLanes;
+  std::nth_element(rows, rows + half, rows + n, [&](std::int64_t p, std::int64_t q) {
     const double a = Z[p * d + widest], b = Z[q * d + widest];
     return a != b ? a < b : p < q;
   });
-  const std::int64_t half = (n / 2 + kLanes - 1) / kLanes * kLanes;
-  split(z, d, rows, half, order);
-  split(z, d, rows + half, n - half, order);
+  split(z, d, rows, half, order, control);
+  split(z, d, rows + half, n - half, order, control);
 }
 
 }  // namespace
 
-std::vector<std::int64_t> lane_order(const Noise& noise, const double* X, std::int64_t n_rows, std::int64_t d) {
+std::vector<std::int64_t> lane_order(const Noise& noise, const double* X, std::int64_t n_rows, std::int64_t d,
+                                     const RunControl* control) {
   if (n_rows <= kLanes || d <= 0 || env_switch("PGEXACT_ROW_ORDER") == "0") return {};
   const std::vector<double> z = noise_units(noise, X, n_rows, d);
   std::vector<std::int64_t> rows(static_cast<std::size_t>(n_rows));
   for (std::int64_t i = 0; i < n_rows; ++i) rows[i] = i;
   std::vector<std::int64_t> order;
   order.reserve(rows.size());
-  split(z, d, rows.data(), n_rows, order);
+  split(z, d, rows.data(), n_rows, order, control);
   return order;
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "pgexact/exact/noise.hpp"
+#include "pgexact/exact/run_control.hpp"
 
 namespace pgexact {
 namespace pairs {
@@ -26,7 +27,10 @@ namespace pairs {
 // of each feature's noise) in the same vectors of kLanes: order[k] is the row that goes k-th.
 // Empty where the order would change nothing (one vector of rows or fewer) or where
 // PGEXACT_ROW_ORDER=0 (tests and before/after benchmarks: the rows in the caller's order).
-std::vector<std::int64_t> lane_order(const Noise& noise, const double* X, std::int64_t n_rows, std::int64_t d);
+// It reads `control`'s stop between chunks (0.1 s per 100,000 rows: a call of millions of rows
+// still stops within a second) and is then incomplete: the caller returns.
+std::vector<std::int64_t> lane_order(const Noise& noise, const double* X, std::int64_t n_rows, std::int64_t d,
+                                     const RunControl* control);
 
 }  // namespace pairs
 }  // namespace pgexact

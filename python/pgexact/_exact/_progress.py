@@ -141,7 +141,12 @@ class Progress:
         if elapsed >= SETTLE_SECONDS:
             projected = self.projected_seconds()
             if projected is not None:
-                if not self._warned and projected > WARN_SECONDS:
+                # A warning waits for a rate (or the call's end): before a second report of
+                # work, elapsed / fraction counts the set-up once per unit (a million rows of a
+                # two-tree model, whose rows the kernel first orders: 136 s projected for a call
+                # of 2.4 s). The bar may open on it: a bar is cheap to be wrong about.
+                if (not self._warned and projected > WARN_SECONDS
+                        and (self._has_rate() or self.fraction() >= 1.0)):
                     self._warned = True
                     warnings.warn(
                         f"{self.desc} on {self.rows} rows is expected to take about "
