@@ -11,8 +11,10 @@ more than about 2 s in all, ``True`` opens it at once, ``False`` never; the bar 
 ``tqdm.auto`` on stderr (a widget in notebooks), nothing goes to stdout, and without tqdm there
 is no bar and no error. Whatever ``progress``, an exact call projected to take more than
 :data:`WARN_SECONDS` emits one :class:`PerformanceWarning` naming the projection and the ways
-out. The projection is the one :func:`pgexact.estimate` uses: elapsed time over the fraction
-of the work done.
+out. The projection is the one :func:`pgexact.estimate` uses: the time so far plus the work
+left at the rate seen since the first report of work, so the warning waits for a second report
+(one report alone gives only elapsed time over the fraction done, which counts the kernel's
+set-up once per unit of work).
 """
 
 from __future__ import annotations
