@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "pgexact/exact/pair_passes.hpp"
 
@@ -33,24 +34,225 @@
 namespace pgexact::PGEXACT_ISA {
 namespace {
 
-// Lane vectors as GCC/Clang vector extensions: the compiler maps them onto whatever SIMD the
-// function is built for (one build per x86-64 level), and every clone does the same IEEE
-// operations, so results do not depend on the instruction set picked at run time.
+// Lane vectors: eight lanes of doubles (vd) or 64-bit integers (vu, vi; masks are vi, all ones
+// or all zeros per lane), held as parts of the widest vector the build has registers for: one
+// of 64 bytes on AVX-512, two of 32 on AVX2, four of 16 on the baseline (GCC/Clang vector
+// extensions). 64-byte vector extensions on a build without 64-byte registers kept every
+// value in memory, and GCC lowered their comparisons and conditionals a lane at a time with a
+// branch per lane: the AVX2 and baseline builds of the passes ran 8-9x slower than the
+// AVX-512 one. Every operation is lane by lane, the same IEEE operation in every build, so
+// results do not depend on the build picked at run time. A conditional is select(mask, a, b).
+#if defined(__AVX512F__)
+constexpr int kParts = 1;
+#elif defined(__AVX__)
+constexpr int kParts = 2;
+#else
+constexpr int kParts = 4;
+#endif
+constexpr int kPartLanes = kLanes / kParts;
+
+#define PGEXACT_AI __attribute__((always_inline)) inline
+
+typedef std::int8_t vb __attribute__((vector_size(kLanes)));
+
+#if defined(__AVX512F__)
+// One register a vector: the vector extensions themselves (GCC folds a comparison into the
+// select that reads it; through a wrapper it kept a mask register per comparison, 1.2x slower).
 typedef double vd __attribute__((vector_size(kLanes * sizeof(double))));
 typedef std::uint64_t vu __attribute__((vector_size(kLanes * sizeof(double))));
 typedef std::int64_t vi __attribute__((vector_size(kLanes * sizeof(double))));
-typedef std::int8_t vb __attribute__((vector_size(kLanes)));
 
-__attribute__((always_inline)) inline vd load_d(const double* p) {
+template <typename V>
+PGEXACT_AI V select(vi mask, V a, V b) {
+  return mask ? a : b;
+}
+template <typename T>
+PGEXACT_AI auto widen(vb b) {
+  typedef T Lanes __attribute__((vector_size(kLanes * sizeof(T))));
+  return __builtin_convertvector(b, Lanes);
+}
+template <typename V, typename T>
+PGEXACT_AI void set_lane(V& v, int l, T value) {
+  v[l] = value;
+}
+PGEXACT_AI vd load_d(const double* p) {
   vd v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-__attribute__((always_inline)) inline vu load_u(const std::uint64_t* p) {
+PGEXACT_AI vu load_u(const std::uint64_t* p) {
   vu v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
+PGEXACT_AI void store_d(double* p, vd v) { std::memcpy(p, &v, sizeof v); }
+// Whether any lane of a comparison result is set: an OR tree of shuffles (three steps rather
+// than eight lane extractions).
+PGEXACT_AI bool any(vi mask) {
+  vu t = (vu)mask;
+  t |= PGEXACT_PERMUTE(t, 4, 5, 6, 7, 0, 1, 2, 3);
+  t |= PGEXACT_PERMUTE(t, 2, 3, 0, 1, 6, 7, 4, 5);
+  t |= PGEXACT_PERMUTE(t, 1, 0, 3, 2, 5, 4, 7, 6);
+  return t[0] != 0;
+}
+#else
+template <typename T>
+struct LaneVector {
+  typedef T Part __attribute__((vector_size(kPartLanes * sizeof(T))));
+  Part part[kParts];
+
+  LaneVector() = default;
+  // Lane by lane (the {a, b, ...} of the vector extensions).
+  PGEXACT_AI LaneVector(T l0, T l1, T l2, T l3, T l4, T l5, T l6, T l7) {
+    const T lanes[kLanes] = {l0, l1, l2, l3, l4, l5, l6, l7};
+    for (int i = 0; i < kParts; ++i) std::memcpy(&part[i], lanes + i * kPartLanes, sizeof part[i]);
+  }
+  // A bit cast between lane types (the (vu)x of the vector extensions).
+  template <typename U>
+  PGEXACT_AI explicit LaneVector(const LaneVector<U>& other) {
+    static_assert(sizeof(U) == sizeof(T), "lanes of 64 bits");
+    for (int i = 0; i < kParts; ++i) part[i] = (Part)other.part[i];
+  }
+  PGEXACT_AI T operator[](int l) const { return part[l / kPartLanes][l % kPartLanes]; }
+  PGEXACT_AI void set(int l, T value) { part[l / kPartLanes][l % kPartLanes] = value; }
+};
+typedef LaneVector<double> vd;
+typedef LaneVector<std::uint64_t> vu;
+typedef LaneVector<std::int64_t> vi;
+
+template <typename S>
+using if_scalar = std::enable_if_t<std::is_arithmetic_v<S>, int>;
+
+#define PGEXACT_LANE_BINARY(op)                                                                  \
+  template <typename T>                                                                         \
+  PGEXACT_AI LaneVector<T> operator op(LaneVector<T> a, const LaneVector<T>& b) {               \
+    for (int i = 0; i < kParts; ++i) a.part[i] = a.part[i] op b.part[i];                        \
+    return a;                                                                                   \
+  }                                                                                             \
+  template <typename T, typename S, if_scalar<S> = 0>                                           \
+  PGEXACT_AI LaneVector<T> operator op(LaneVector<T> a, S b) {                                  \
+    const T s = static_cast<T>(b);                                                              \
+    for (int i = 0; i < kParts; ++i) a.part[i] = a.part[i] op s;                                \
+    return a;                                                                                   \
+  }                                                                                             \
+  template <typename T, typename S, if_scalar<S> = 0>                                           \
+  PGEXACT_AI LaneVector<T> operator op(S a, LaneVector<T> b) {                                  \
+    const T s = static_cast<T>(a);                                                              \
+    for (int i = 0; i < kParts; ++i) b.part[i] = s op b.part[i];                                \
+    return b;                                                                                   \
+  }                                                                                             \
+  template <typename T>                                                                         \
+  PGEXACT_AI LaneVector<T>& operator op##=(LaneVector<T>& a, const LaneVector<T>& b) {          \
+    return a = a op b;                                                                          \
+  }                                                                                             \
+  template <typename T, typename S, if_scalar<S> = 0>                                           \
+  PGEXACT_AI LaneVector<T>& operator op##=(LaneVector<T>& a, S b) {                             \
+    return a = a op b;                                                                          \
+  }
+PGEXACT_LANE_BINARY(+)
+PGEXACT_LANE_BINARY(-)
+PGEXACT_LANE_BINARY(*)
+PGEXACT_LANE_BINARY(&)
+PGEXACT_LANE_BINARY(|)
+PGEXACT_LANE_BINARY(^)
+#undef PGEXACT_LANE_BINARY
+
+template <typename T>
+PGEXACT_AI LaneVector<T> operator>>(LaneVector<T> a, int n) {
+  for (int i = 0; i < kParts; ++i) a.part[i] = a.part[i] >> n;
+  return a;
+}
+template <typename T>
+PGEXACT_AI LaneVector<T> operator<<(LaneVector<T> a, int n) {
+  for (int i = 0; i < kParts; ++i) a.part[i] = a.part[i] << n;
+  return a;
+}
+template <typename T>
+PGEXACT_AI LaneVector<T> operator~(LaneVector<T> a) {
+  for (int i = 0; i < kParts; ++i) a.part[i] = ~a.part[i];
+  return a;
+}
+template <typename T>
+PGEXACT_AI LaneVector<T> operator-(LaneVector<T> a) {
+  for (int i = 0; i < kParts; ++i) a.part[i] = -a.part[i];
+  return a;
+}
+
+// Comparisons: a vi mask.
+#define PGEXACT_LANE_COMPARE(op)                                                    \
+  template <typename T>                                                            \
+  PGEXACT_AI vi operator op(const LaneVector<T>& a, const LaneVector<T>& b) {      \
+    vi r;                                                                          \
+    for (int i = 0; i < kParts; ++i) r.part[i] = (vi::Part)(a.part[i] op b.part[i]); \
+    return r;                                                                      \
+  }                                                                                \
+  template <typename T, typename S, if_scalar<S> = 0>                              \
+  PGEXACT_AI vi operator op(const LaneVector<T>& a, S b) {                         \
+    const T s = static_cast<T>(b);                                                 \
+    vi r;                                                                          \
+    for (int i = 0; i < kParts; ++i) r.part[i] = (vi::Part)(a.part[i] op s);       \
+    return r;                                                                      \
+  }                                                                                \
+  template <typename T, typename S, if_scalar<S> = 0>                              \
+  PGEXACT_AI vi operator op(S a, const LaneVector<T>& b) {                         \
+    const T s = static_cast<T>(a);                                                 \
+    vi r;                                                                          \
+    for (int i = 0; i < kParts; ++i) r.part[i] = (vi::Part)(s op b.part[i]);       \
+    return r;                                                                      \
+  }
+PGEXACT_LANE_COMPARE(<)
+PGEXACT_LANE_COMPARE(<=)
+PGEXACT_LANE_COMPARE(>)
+PGEXACT_LANE_COMPARE(>=)
+PGEXACT_LANE_COMPARE(==)
+PGEXACT_LANE_COMPARE(!=)
+#undef PGEXACT_LANE_COMPARE
+
+// mask ? a : b, lane by lane.
+template <typename T>
+PGEXACT_AI LaneVector<T> select(const vi& mask, LaneVector<T> a, const LaneVector<T>& b) {
+  for (int i = 0; i < kParts; ++i) a.part[i] = mask.part[i] ? a.part[i] : b.part[i];
+  return a;
+}
+
+// The lanes of a byte vector, widened (the codes, as integers or doubles).
+template <typename T>
+PGEXACT_AI LaneVector<T> widen(vb b) {
+  typedef std::int8_t Bytes __attribute__((vector_size(kPartLanes)));
+  LaneVector<T> r;
+  for (int i = 0; i < kParts; ++i) {
+    Bytes x;
+    std::memcpy(&x, reinterpret_cast<const char*>(&b) + i * kPartLanes, sizeof x);
+    r.part[i] = __builtin_convertvector(x, typename LaneVector<T>::Part);
+  }
+  return r;
+}
+template <typename T>
+PGEXACT_AI void set_lane(LaneVector<T>& v, int l, T value) {
+  v.set(l, value);
+}
+template <typename T>
+PGEXACT_AI LaneVector<T> load_lanes(const T* p) {
+  LaneVector<T> v;
+  for (int i = 0; i < kParts; ++i) std::memcpy(&v.part[i], p + i * kPartLanes, sizeof v.part[i]);
+  return v;
+}
+PGEXACT_AI vd load_d(const double* p) { return load_lanes(p); }
+PGEXACT_AI vu load_u(const std::uint64_t* p) { return load_lanes(p); }
+PGEXACT_AI void store_d(double* p, const vd& v) {
+  for (int i = 0; i < kParts; ++i) std::memcpy(p + i * kPartLanes, &v.part[i], sizeof v.part[i]);
+}
+// Whether any lane of a comparison result is set: the parts ORed, then their lanes.
+PGEXACT_AI bool any(const vi& mask) {
+  vu::Part t = (vu::Part)mask.part[0];
+  for (int i = 1; i < kParts; ++i) t |= (vu::Part)mask.part[i];
+  std::uint64_t r = 0;
+  for (int l = 0; l < kPartLanes; ++l) r |= t[l];
+  return r != 0;
+}
+#endif
+
+
 __attribute__((always_inline)) inline vb load_b(const std::int8_t* p) {
   vb v;
   std::memcpy(&v, p, sizeof v);
@@ -66,24 +268,16 @@ __attribute__((always_inline)) inline std::int8_t min_lane(vb a) {
   a = a < b ? a : b;
   return a[0];
 }
-__attribute__((always_inline)) inline void store_d(double* p, vd v) { std::memcpy(p, &v, sizeof v); }
+
 __attribute__((always_inline)) inline vd vabs(vd x) {
   const vu m = (vu)x & 0x7fffffffffffffffULL;
   return (vd)m;
 }
-// Whether any lane of a comparison result is set: an OR tree of shuffles (three steps rather
-// than eight lane extractions).
-__attribute__((always_inline)) inline bool any(vi mask) {
-  vu t = (vu)mask;
-  t |= PGEXACT_PERMUTE(t, 4, 5, 6, 7, 0, 1, 2, 3);
-  t |= PGEXACT_PERMUTE(t, 2, 3, 0, 1, 6, 7, 4, 5);
-  t |= PGEXACT_PERMUTE(t, 1, 0, 3, 2, 5, 4, 7, 6);
-  return t[0] != 0;
-}
+
 __attribute__((always_inline)) inline void add_compensated(double* sum, double* comp, vd x) {
   const vd s = load_d(sum);
   const vd t = s + x;
-  const vd c = load_d(comp) + ((vabs(s) >= vabs(x)) ? (s - t) + x : (x - t) + s);
+  const vd c = load_d(comp) + select(vabs(s) >= vabs(x), (s - t) + x, (x - t) + s);
   store_d(sum, t);
   store_d(comp, c);
 }
@@ -92,7 +286,7 @@ __attribute__((always_inline)) inline vd mass(const LaneView& lanes, std::int32_
   const double* b = lanes.table + static_cast<std::size_t>(hi) * 2 * kLanes;
   const vd m = (load_d(b) - load_d(a)) + (load_d(b + kLanes) - load_d(a + kLanes));
   const vd zero = {};
-  return m > zero ? m : zero;
+  return select(m > zero, m, zero);
 }
 // Whether every lane of a code vector is kNeverAlive: one compare of its eight bytes (the test
 // that skips a dead pair; the shuffles of a reduction across lanes held about a tenth of a

@@ -197,91 +197,46 @@ template <typename SetOf>
 void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std::int64_t n_prefix,
                   SetOf&& set_of, Lanes& lanes, std::vector<double>& skipped, double share, int threads) {
   skipped.assign(static_cast<std::size_t>(rows * n_prefix), 0.0);
-  const std::size_t d = static_cast<std::size_t>(a.n_features);
   const std::size_t n_leaves = static_cast<std::size_t>(boxes.n_leaves());
   const std::size_t np = static_cast<std::size_t>(n_prefix);
   constexpr std::size_t L = kLanes;
+  const PairPasses& passes = pair_passes();
   for_each_vector(rows, n_leaves, threads, [&](PruneScratch& scratch, std::size_t v, std::int64_t i0, std::size_t n_in) {
     const std::size_t first = v * n_leaves * kLanes;
-    // Per lane of the vector: [lane][prefix].
-    std::vector<double> m1(L * np), m2(L * np), estimate(L * np), factor(L * np), budget(L * np);
-    std::int32_t position[kLanes][64];
-    std::uint64_t S[kLanes];
+    // Per lane: its last set (empty in padding lanes), where each feature enters its prefixes
+    // ([feature][lane]), then the bounds of its leaves, W and the estimate ([prefix][lane]).
+    std::uint64_t S[kLanes] = {};
+    double position[64 * kLanes];
+    std::fill(position, position + 64 * kLanes, static_cast<double>(n_prefix));
+    std::vector<double> estimate(np * L, 0.0), budget(L * np);
     double W[kLanes];
     bool pruned[kLanes];
     for (std::size_t l = 0; l < n_in; ++l) {
       const std::int64_t i = i0 + static_cast<std::int64_t>(l);
       S[l] = set_of(i, n_prefix - 1) & ~boxes.set_features;
-      for (std::size_t j = 0; j < d; ++j) position[l][j] = static_cast<std::int32_t>(np);
       for (std::int64_t k = n_prefix - 1; k >= 0; --k) {
-        for (std::uint64_t f = set_of(i, k); f != 0; f &= f - 1) {
-          position[l][__builtin_ctzll(f)] = static_cast<std::int32_t>(k);
-        }
+        for (std::uint64_t f = set_of(i, k); f != 0; f &= f - 1) position[__builtin_ctzll(f) * L + l] = static_cast<double>(k);
       }
     }
-    // Per lane, in the order a lane at a time took them: the product over the features of its
-    // set in feature order, each mass into the prefix where its feature enters (or the base,
-    // for those in by the leaf's class), and the prefixes' sums from the leaf's class on.
-    auto p_out_of = [&](std::int32_t leaf, std::size_t at, const double* w, double* p_out) {
-      const auto u = static_cast<std::size_t>(leaf);
-      bool alive[kLanes];
-      std::size_t c[kLanes];
-      double base[kLanes], computed[kLanes];  // computed: masses from the tables
-      std::uint64_t taken[kLanes], reach = 0;  // the features each lane's product takes, any lane's
-      for (std::size_t l = 0; l < n_in; ++l) {
-        alive[l] = w[l] != 0.0 && lanes.code[at + l] < n_prefix;
-        p_out[l] = alive[l] ? 1.0 : -1.0;
-        base[l] = 1.0;
-        c[l] = 0;
-        taken[l] = alive[l] ? S[l] : 0;
-        if (!alive[l]) continue;
-        c[l] = static_cast<std::size_t>(std::max<std::int8_t>(lanes.code[at + l], 0));
-        std::fill(factor.begin() + static_cast<std::ptrdiff_t>(l * np + c[l]),
-                  factor.begin() + static_cast<std::ptrdiff_t>(l * np + np), 1.0);
-        reach |= S[l];
-      }
-      for (std::uint64_t f = boxes.constrained[u] & reach; f != 0; f &= f - 1) {
-        const std::size_t j = static_cast<std::size_t>(__builtin_ctzll(f));
-        const double* m = lanes.slot_masses(static_cast<std::int32_t>(v), u, j, computed);
-        // (Without branches on the lanes' bits: a factor a lane does not take is 1.0, and
-        // x * 1.0 is x.)
-        for (std::size_t l = 0; l < n_in; ++l) {
-          const bool in = ((taken[l] >> j) & 1u) != 0;
-          const auto k = static_cast<std::size_t>(position[l][j]);
-          base[l] *= in && k <= c[l] ? m[l] : 1.0;
-          p_out[l] *= in && ((lanes.out[at + l] >> j) & 1u) != 0 ? m[l] : 1.0;
-          if (in && k > c[l] && k < np) factor[l * np + k] *= m[l];
-        }
-      }
-      for (std::size_t l = 0; l < n_in; ++l) {
-        if (!alive[l]) continue;
-        double p = base[l];
-        double* m1_l = m1.data() + l * np;
-        double* m2_l = m2.data() + l * np;
-        for (std::size_t k = c[l]; k < np; ++k) {
-          if (k > c[l]) p *= factor[l * np + k];
-          m1_l[k] += w[l] * p;
-          m2_l[k] += w[l] * w[l] * p;
-        }
-      }
-    };
-    bound_leaves(a, boxes, lanes, first, n_in, scratch.bound, W, p_out_of, [&] {
-      // The tree's variance at each prefix, and the sums cleared for the next tree.
-      for (std::size_t l = 0; l < n_in; ++l) {
-        for (std::size_t k = 0; k < np; ++k) {
-          estimate[l * np + k] += std::max(0.0, m2[l * np + k] - m1[l * np + k] * m1[l * np + k]);
-        }
-      }
-      std::fill(m1.begin(), m1.end(), 0.0);
-      std::fill(m2.begin(), m2.end(), 0.0);
-    });
+    CurveLeafBounds in;
+    in.n_trees = a.n_trees();
+    in.tree_first = boxes.tree_first.data();
+    in.constrained = boxes.constrained.data();
+    in.slot_of = boxes.slot_of.data();
+    in.n_prefix = n_prefix;
+    in.sets = S;
+    in.position = position;
+    in.bound = scratch.bound.data();
+    in.W = W;
+    in.estimate = estimate.data();
+    passes.curve_leaf_bounds(lanes.view(static_cast<std::int32_t>(v)), in);
     for (std::size_t l = 0; l < n_in; ++l) {
       pruned[l] = W[l] > 0.0 && std::isfinite(W[l]);
       if (!pruned[l]) continue;
       // Per class c: its share of the smallest estimate of the prefixes it is alive in.
-      double smallest = estimate[l * np + np - 1];
+      double smallest = estimate[(np - 1) * L + l];
       for (std::size_t c = np; c-- > 0;) {
-        smallest = std::min(smallest, estimate[l * np + c]);
+        smallest = std::min(smallest, estimate[c * L + l]);
         budget[l * np + c] = std::isfinite(smallest) ? share * smallest / static_cast<double>(np) / (2.0 * W[l]) : 0.0;
       }
     }

@@ -25,7 +25,7 @@ __attribute__((always_inline)) inline vd category_mass(const LaneView& lanes, co
   const vd none = {};
   const vd inside = none + both[0];  // broadcast
   const vd outside = none + both[1];
-  return ((out >> j) & 1u) == zero ? inside : outside;
+  return select(((out >> j) & 1u) == zero, inside, outside);
 }
 
 // The code of a pair for prefixes (LaneView): the larger of its leaves' codes.
@@ -153,7 +153,7 @@ __attribute__((always_inline)) inline int membership(const std::uint64_t* sets, 
 
 __attribute__((always_inline)) inline vd times_if(vd P, vu member, vd D) {
   const vu zero_u = {};
-  return (member != zero_u) ? P * D : P;
+  return select(member != zero_u, P * D, P);
 }
 
 // PG2 of one set per lane.
@@ -169,7 +169,7 @@ void eval_set(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_
       [&](const LeafPair& p, const Entries& at) {
         const vb code = pair_code(lanes, p);
         if (min_lane(code) > 0) return;
-        const vi alive = __builtin_convertvector(code, vi) == 0;
+        const vi alive = widen<std::int64_t>(code) == 0;
         vd P = one;
         for (std::int32_t e = 0; e < p.count; ++e) {
           const std::int32_t j = at.feature[e];
@@ -178,7 +178,7 @@ void eval_set(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_
         }
         const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
                      load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
-        run += alive ? (w * P) * mult : zero;
+        run += select(alive, (w * P) * mult, zero);
       },
       [&] {
         add_compensated(sum, comp, run);
@@ -199,7 +199,7 @@ __attribute__((always_inline)) inline void add_chains(const vd* P, std::int64_t 
   const std::int64_t live = n_steps - k < kChains ? n_steps - k : kChains;
   for (std::int64_t i = 0; i < live; ++i) {
     const vi alive = from <= (k + i);
-    run[k + i] += alive ? (w * P[i]) * mult : zero;
+    run[k + i] += select(alive, (w * P[i]) * mult, zero);
   }
 }
 
@@ -216,7 +216,7 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
     if (c.enters != nullptr) {
       first = (vi)load_u(reinterpret_cast<const std::uint64_t*>(c.enters + j * kLanes));
     } else {
-      for (std::int64_t k = n_steps - 1; k >= 0; --k) first = holds(load_u(c.sets + k * kLanes), j) ? k : first;
+      for (std::int64_t k = n_steps - 1; k >= 0; --k) first = select(holds(load_u(c.sets + k * kLanes), j), vi{} + k, first);
     }
     enters[j] = first;
   }
@@ -233,7 +233,7 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
         const vb from_b = pair_code(lanes, p);
         const std::int64_t k0 = min_lane(from_b);
         if (k0 >= n_steps) return;
-        const vi from = __builtin_convertvector(from_b, vi);
+        const vi from = widen<std::int64_t>(from_b);
         const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
                      load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
         // The products of the live prefixes, kChains at a time in registers: each prefix
@@ -255,7 +255,7 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
             D[n] = De;
             factor_feature[n++] = static_cast<std::uint8_t>(j);
 #pragma GCC unroll 8
-            for (int i = 0; i < kChains; ++i) P[i] = (f <= k0 + i) ? P[i] * De : P[i];
+            for (int i = 0; i < kChains; ++i) P[i] = select(f <= (k0 + i), P[i] * De, P[i]);
           }
           add_chains(P, k0, n_steps, from, w, mult, run);
         }
@@ -267,7 +267,7 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
             const vi f = enters[factor_feature[e]];
             const vd De = D[e];
 #pragma GCC unroll 8
-            for (int i = 0; i < kChains; ++i) P[i] = (f <= k + i) ? P[i] * De : P[i];
+            for (int i = 0; i < kChains; ++i) P[i] = select(f <= (k + i), P[i] * De, P[i]);
           }
           add_chains(P, k, n_steps, from, w, mult, run);
         }
@@ -321,9 +321,9 @@ void eval_curve_row(const PairView& pl, const LaneView& lanes, const CurveSets& 
         for (std::int64_t g = from / kLanes; g < groups; ++g) {
           const vi k = lane_k + g * kLanes;
           vd P = one;
-          for (std::int32_t e = 0; e < n; ++e) P = (factor_enters[e] <= k) ? P * D[e] : P;
+          for (std::int32_t e = 0; e < n; ++e) P = select(factor_enters[e] <= k, P * D[e], P);
           const vi alive = (k >= from) & (k < n_steps);
-          run[g] += alive ? (w * P) * mult : zero;
+          run[g] += select(alive, (w * P) * mult, zero);
         }
       },
       [&] {
@@ -355,7 +355,7 @@ void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t*
         const vb b = load_b(lanes.code + static_cast<std::size_t>(p.v) * kLanes);
         const vb missing_b = a == kNoneMissing ? b : (b == kNoneMissing || a == b) ? a : kNeverAlive;
         if (all_never_alive(missing_b)) return;
-        const vi missing = __builtin_convertvector(missing_b, vi);
+        const vi missing = widen<std::int64_t>(missing_b);
         vd P = one;
         for (std::int32_t e = 0; e < p.count; ++e) {
           const std::int32_t j = at.feature[e];
@@ -365,7 +365,7 @@ void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t*
         const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
                      load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
         const vd wp = (w * P) * mult;
-        const vd base = (missing == kNoneMissing) ? wp : zero;
+        const vd base = select(missing == kNoneMissing, wp, zero);
         run += base;
         for (std::int32_t e = 0; e < p.count; ++e) {
           const std::int32_t i = at.feature[e];
@@ -374,7 +374,7 @@ void eval_greedy(const PairView& pl, const LaneView& lanes, const std::uint64_t*
           // The driver reads only the candidates' corrections (a feature that cannot be
           // perturbed in a row is read as no correction).
           const vi counts = (missing == kNoneMissing) | (missing == i);
-          store_d(c, load_d(c) + (counts ? wp * D[e] - base : zero));
+          store_d(c, load_d(c) + select(counts, wp * D[e] - base, zero));
         }
       },
       [&] {
@@ -426,7 +426,7 @@ void eval_tail_r(const PairView& pl, const LaneView& lanes, const TailSets& c, d
         // Dead in every lane: a code is a subset of the R <= 4 candidates (below 0x7f and within
         // its bits) or kNeverAlive, so an OR of two is kNeverAlive exactly where one of them is.
         if (all_never_alive(need_b)) return;
-        const vi need = __builtin_convertvector(need_b, vi);
+        const vi need = widen<std::int64_t>(need_b);
         vd P = one;
         vd q[R];
 #pragma GCC unroll 4
@@ -435,9 +435,9 @@ void eval_tail_r(const PairView& pl, const LaneView& lanes, const TailSets& c, d
           const std::int32_t j = at.feature[e];
           if (j >= top) continue;  // in no set: a factor of 1.0
           const vd De = at.mass_of(lanes, p, e);
-          P = (in_s[j] != zero_u) ? P * De : P;
+          P = select(in_s[j] != zero_u, P * De, P);
 #pragma GCC unroll 4
-          for (int k = 0; k < R; ++k) q[k] = (is_candidate[k][j] != zero_u) ? De : q[k];
+          for (int k = 0; k < R; ++k) q[k] = select(is_candidate[k][j] != zero_u, De, q[k]);
         }
         const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
                      load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
@@ -446,12 +446,12 @@ void eval_tail_r(const PairView& pl, const LaneView& lanes, const TailSets& c, d
         // 64-row ranking of XGBoost() on housing 5.40 -> 4.99 s).
         vd T[n_sets];
         T[0] = (w * P) * mult;
-        run[0] += (need == none_set) ? T[0] : zero;
+        run[0] += select(need == none_set, T[0], zero);
 #pragma GCC unroll 16
         for (int A = 1; A < n_sets; ++A) {
           T[A] = T[A & (A - 1)] * q[__builtin_ctz(static_cast<unsigned>(A))];
           const vi alive = (need & ~static_cast<std::int64_t>(A)) == none_set;
-          run[A] += alive ? T[A] : zero;
+          run[A] += select(alive, T[A], zero);
         }
       },
       [&] {
@@ -478,7 +478,8 @@ void eval_tail(const PairView& pl, const LaneView& lanes, const TailSets& c, std
 
 PairPasses passes() {
   return PairPasses{&eval_set,       &eval_curve,         &eval_greedy,           &eval_curve_row,     &eval_tail,
-                    &eval_projected, &eval_projected_row, &eval_projected_greedy, &eval_projected_tail};
+                    &eval_projected, &eval_projected_row, &eval_projected_greedy, &eval_projected_tail,
+                    &curve_leaf_bounds};
 }
 
 }  // namespace pgexact::PGEXACT_ISA

@@ -152,7 +152,7 @@ __attribute__((always_inline)) inline const vd* grid_contract(const ProjectedVie
         for (std::int32_t r = 0; r < rest; ++r) to[static_cast<std::size_t>(r) * n_b] = zero;
         continue;
       }
-      const vd F = factor.interval == kGridLine ? one : (in_set[c] ? interval_mass[factor.interval] : one);
+      const vd F = factor.interval == kGridLine ? one : select(in_set[c], interval_mass[factor.interval], one);
       const vd* from = in + static_cast<std::size_t>(factor.a) * static_cast<std::size_t>(rest);
       if (factor.b != b_set) {
         for (std::int32_t r = 0; r < rest; ++r) to[static_cast<std::size_t>(r) * n_b] = F * from[r];
@@ -300,7 +300,7 @@ __attribute__((always_inline)) inline void add_leaf_sums(const ProjectedView& pv
       e += leaf.n_own;
       continue;
     }
-    const vi code = __builtin_convertvector(code_b, vi);
+    const vi code = widen<std::int64_t>(code_b);
     const vd w = load_d(lanes.weight + at);
     vd D[64];
     std::int32_t feature[64];
@@ -314,9 +314,9 @@ __attribute__((always_inline)) inline void add_leaf_sums(const ProjectedView& pv
     for (std::int32_t si = from; si < n_step; ++si) {
       const std::int64_t k = step[si];
       vd a = w;
-      for (std::int32_t x = 0; x < n; ++x) a = (in_from[x] <= k) ? a * D[x] : a;
+      for (std::int32_t x = 0; x < n; ++x) a = select(in_from[x] <= k, a * D[x], a);
       const vi alive = code <= k;
-      at_group[si] += alive ? a : zero;
+      at_group[si] += select(alive, a, zero);
     }
   }
 }
@@ -351,7 +351,7 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     if (c.enters != nullptr) {
       first = (vi)load_u(reinterpret_cast<const std::uint64_t*>(c.enters + j * kLanes));
     } else {
-      for (std::int64_t k = n_steps - 1; k >= 0; --k) first = holds(load_u(c.sets + k * kLanes), j) ? k : first;
+      for (std::int64_t k = n_steps - 1; k >= 0; --k) first = select(holds(load_u(c.sets + k * kLanes), j), vi{} + k, first);
     }
     enters[j] = first;
     if (((pv.features >> j) & 1u) == 0) continue;
@@ -459,7 +459,7 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     for (std::int32_t si = from; si < n_summed; ++si) {
       vd P = first_g[first_at[si]] * second_h[second_at[si]];
       const std::int64_t k = step[si];
-      for (std::int32_t x = 0; x < n; ++x) P = (in_from[x] <= k) ? P * D[x] : P;
+      for (std::int32_t x = 0; x < n; ++x) P = select(in_from[x] <= k, P * D[x], P);
       value[si] += P;
     }
   }
@@ -501,7 +501,7 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
   }
   for (std::int32_t s0 = 0; s0 < n_summed; s0 += kLanes) {
     vi k;  // the lanes' prefixes; -1 past the last (nothing is live there, nothing a factor)
-    for (int l = 0; l < kLanes; ++l) k[l] = s0 + l < n_summed ? step[s0 + l] : -1;
+    for (int l = 0; l < kLanes; ++l) set_lane(k, l, s0 + l < n_summed ? step[s0 + l] : std::int64_t{-1});
     const std::int64_t k_last = step[std::min(s0 + kLanes, n_summed) - 1];
     GroupSums groups(static_cast<std::size_t>(n_groups));
     for (int side = 0; side < 2; ++side) {  // the first tree's leaves, then the second's
@@ -527,10 +527,10 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
                                     static_cast<std::size_t>(j);
             D = mass_lane0(lanes, lanes.leaf_lo[box], lanes.leaf_hi[box]);
           }
-          a = (enters[j] <= k) ? a * D : a;
+          a = select(enters[j] <= k, a * D, a);
         }
         const std::int32_t g = leaf.group + (side == 0 ? 0 : pv.groups_first);
-        groups.sum[g] += (code <= k) ? a : zero;
+        groups.sum[g] += select(code <= k, a, zero);
         groups.live[g] = 1;
       }
     }
@@ -557,7 +557,7 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
         const std::int32_t j = pv.meet_feature[m];
         if (j >= top) continue;
         const std::size_t i = pv.meet_interval[m];
-        P = (enters[j] <= k) ? P * mass_lane0(lanes, pv.interval_cut[2 * i], pv.interval_cut[2 * i + 1]) : P;
+        P = select(enters[j] <= k, P * mass_lane0(lanes, pv.interval_cut[2 * i], pv.interval_cut[2 * i + 1]), P);
       }
       V += P;
     }
@@ -627,13 +627,13 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
                   vd* group_sum, std::uint8_t* group_live) {
     for_each_leaf_live_somewhere(pv, side, lanes, [&](const ProjectedLeaf& leaf, std::size_t at, vb code_b,
                                                       std::size_t e) {
-      const vu live = (vu)__builtin_convertvector(code_b != never, vi);
+      const vu live = (vu)widen<std::int64_t>(code_b != never);
       const vu missing = load_u(lanes.out + at) & ~S;  // x leaves the path there, outside S
       vd D[64];
       std::int32_t feature[64];
       const std::int32_t n = own_masses(pv, side, lanes, leaf, e, top, D, feature);
       vd a = load_d(lanes.weight + at);  // w times the masses of S's own features, in order
-      for (std::int32_t x = 0; x < n; ++x) a = (((S >> feature[x]) & 1u) != zero_u) ? a * D[x] : a;
+      for (std::int32_t x = 0; x < n; ++x) a = select(((S >> feature[x]) & 1u) != zero_u, a * D[x], a);
       const std::size_t g = leaf.group;
       // Where some lane has it live (a scalar mask: reductions across lanes per set cost more
       // than the sums): in S and every S + {j} where x leaves it nowhere outside S, in S + {j}
@@ -653,7 +653,7 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
       const std::size_t row = g * static_cast<std::size_t>(n_tree_cand + 1);  // the group's sets
       if (live_in_s) {
         const vi alive_s = (missing == zero_u) & (vi)live;
-        group_sum[row] += alive_s ? a : zero;
+        group_sum[row] += select(alive_s, a, zero);
         group_live[row] = 1;
       }
       if (live_with == 0) return;
@@ -662,13 +662,13 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
       for (std::int32_t c = 0; c < n_tree_cand; ++c) with[c] = a;
       for (std::int32_t x = 0; x < n; ++x) {
         const std::int32_t c = tree_slot_of[feature[x]];
-        if (c >= 0) with[c] = (((S >> feature[x]) & 1u) == zero_u) ? a * D[x] : a;
+        if (c >= 0) with[c] = select(((S >> feature[x]) & 1u) == zero_u, a * D[x], a);
       }
       for (std::uint64_t f = live_with; f != 0; f &= f - 1) {
         const std::int32_t c = __builtin_ctzll(f);
         const vi alive = ((missing & ~(vu{} + (std::uint64_t{1} << tree_cand[c]))) == zero_u) & (vi)live;
         const std::size_t cell = row + static_cast<std::size_t>(c + 1);
-        group_sum[cell] += alive ? with[c] : zero;
+        group_sum[cell] += select(alive, with[c], zero);
         group_live[cell] = 1;
       }
     });
@@ -746,12 +746,12 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
     const std::int32_t n = meet_masses(pv, intervals.sum, m, meet.count, top, D, feature);
     m += meet.count;
     vd in_s = one;  // the product of S's meet masses (for S + {j})
-    for (std::int32_t x = 0; x < n; ++x) in_s = (((S >> feature[x]) & 1u) != zero_u) ? in_s * D[x] : in_s;
+    for (std::int32_t x = 0; x < n; ++x) in_s = select(((S >> feature[x]) & 1u) != zero_u, in_s * D[x], in_s);
     vd extra[64];  // per candidate: D_j where j is an entry of the meet (lanes without j), else 1
     for (std::int32_t c = 0; c < n_cand; ++c) extra[c] = one;
     for (std::int32_t x = 0; x < n; ++x) {
       const std::int32_t c = slot_of[feature[x]];
-      if (c >= 0) extra[c] = (((S >> feature[x]) & 1u) == zero_u) ? D[x] : one;
+      if (c >= 0) extra[c] = select(((S >> feature[x]) & 1u) == zero_u, D[x], one);
     }
     // The two groups' sets (their sums are [group][set]).
     const std::size_t first_row = static_cast<std::size_t>(meet.g) * static_cast<std::size_t>(n_first_cand + 1);
@@ -761,7 +761,7 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
       const std::size_t at_h = second_row + static_cast<std::size_t>(second_set[si]);
       vd P = first.sum[at_g] * second.sum[at_h];
       if (si == 0) {  // S: the set pass's product, in order
-        for (std::int32_t x = 0; x < n; ++x) P = (((S >> feature[x]) & 1u) != zero_u) ? P * D[x] : P;
+        for (std::int32_t x = 0; x < n; ++x) P = select(((S >> feature[x]) & 1u) != zero_u, P * D[x], P);
       } else {
         P = (P * in_s) * extra[si - 1];
       }
@@ -830,7 +830,7 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
     for (std::int32_t k = 0; k < r; ++k) q[k] = one;
     for (std::int32_t x = 0; x < n; ++x) {
       for (std::int32_t k = 0; k < r; ++k) {
-        q[k] = (((candidate[k] >> feature[x]) & 1u) != zero_u) ? D[x] : q[k];
+        q[k] = select(((candidate[k] >> feature[x]) & 1u) != zero_u, D[x], q[k]);
       }
     }
   };
@@ -838,7 +838,7 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
   auto fill = [&](int side, std::int32_t tree_relevant, vd* group_sum, std::uint8_t* group_live) {
     for_each_leaf_live_somewhere(pv, side, lanes, [&](const ProjectedLeaf& leaf, std::size_t at, vb need_b,
                                                       std::size_t e) {
-      const vi need = __builtin_convertvector(need_b, vi);  // the subset of candidates it needs
+      const vi need = widen<std::int64_t>(need_b);  // the subset of candidates it needs
       // The sets some lane has it live in (a scalar mask: a reduction across lanes per set was a
       // third of this pass's samples): the supersets of each lane's need.
       std::uint32_t live_in = 0;
@@ -849,7 +849,7 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
       std::int32_t feature[64];
       const std::int32_t n = own_masses(pv, side, lanes, leaf, e, top, D, feature);
       vd a = load_d(lanes.weight + at);
-      for (std::int32_t x = 0; x < n; ++x) a = (((S >> feature[x]) & 1u) != zero_u) ? a * D[x] : a;
+      for (std::int32_t x = 0; x < n; ++x) a = select(((S >> feature[x]) & 1u) != zero_u, a * D[x], a);
       vd q[kMaxTailCandidates];
       candidate_factors(D, feature, n, q);
       const std::size_t g = leaf.group;
@@ -860,7 +860,7 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
         if ((A & ~tree_relevant) != 0 || ((live_in >> A) & 1u) == 0) continue;
         const vi alive = (need & ~static_cast<std::int64_t>(A)) == 0;
         const std::size_t cell = g * static_cast<std::size_t>(n_sets) + static_cast<std::size_t>(A);  // [group][set]
-        group_sum[cell] += alive ? (A == 0 ? a : a * Q[A]) : zero;
+        group_sum[cell] += select(alive, A == 0 ? a : a * Q[A], zero);
         group_live[cell] = 1;
       }
     });
@@ -936,7 +936,7 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
     const std::int32_t n = meet_masses(pv, intervals.sum, m, meet.count, top, D, feature);
     m += meet.count;
     vd in_s = one, Q[1 << kMaxTailCandidates];
-    for (std::int32_t x = 0; x < n; ++x) in_s = (((S >> feature[x]) & 1u) != zero_u) ? in_s * D[x] : in_s;
+    for (std::int32_t x = 0; x < n; ++x) in_s = select(((S >> feature[x]) & 1u) != zero_u, in_s * D[x], in_s);
     vd q[kMaxTailCandidates];
     candidate_factors(D, feature, n, q);
     Q[0] = one;
@@ -948,7 +948,7 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
       vd P = first.sum[first_row + static_cast<std::size_t>(A & first_relevant)] *
              second.sum[second_row + static_cast<std::size_t>(A & second_relevant)];
       if (A == 0) {  // S: the set pass's product, in order
-        for (std::int32_t x = 0; x < n; ++x) P = (((S >> feature[x]) & 1u) != zero_u) ? P * D[x] : P;
+        for (std::int32_t x = 0; x < n; ++x) P = select(((S >> feature[x]) & 1u) != zero_u, P * D[x], P);
       } else {
         P = (P * in_s) * Q[A];
       }

@@ -218,6 +218,31 @@ struct ProjectedView {
 };
 
 
+// The first half of the per-row leaf pruning of a curve or a set (a curve of one prefix), for
+// one vector of rows (cpp/src/exact/leaf_pruning.hpp has the bounds and the budget). Per leaf
+// and lane of a row, with w = the lane's weight and the products over the features of the
+// lane's last set in increasing feature order:
+// - bound[leaf][lane] = |w| P_out, P_out the product of the leaf's masses on the features x
+//   leaves its path on; -1 where the leaf is no candidate (w = 0 or its code >= n_prefix);
+// - W[lane] = sum over trees of the largest |w| of a candidate;
+// - estimate[prefix][lane] += sum over trees of max(0, E[w^2] - E[w]^2) at that prefix, the
+//   masses of the leaf's features of the prefix multiplied in prefix order from the leaf's code
+//   on (those in by then in feature order first).
+// The lanes of a vector go together: the same operations, lane by lane, as a lane at a time
+// (leaf_pruning.hpp's reference), so the bounds and the pruning do not depend on the build.
+struct CurveLeafBounds {
+  std::int64_t n_trees = 0;
+  const std::int32_t* tree_first = nullptr;    // [tree + 1]: its first leaf (LeafBoxes::tree_first)
+  const std::uint64_t* constrained = nullptr;  // [leaf]: features its box cuts (LeafBoxes)
+  const std::int32_t* slot_of = nullptr;       // [leaf * n_features + j] (LeafBoxes::slot_of)
+  std::int64_t n_prefix = 1;                   // 1 to 64
+  const std::uint64_t* sets = nullptr;         // [lane]: its last prefix's set, no feature by category
+  const double* position = nullptr;            // [feature][lane]: the prefix it enters at (64 features)
+  double* bound = nullptr;                     // out: [leaf][lane]
+  double* W = nullptr;                         // out: [lane]
+  double* estimate = nullptr;                  // out: [prefix][lane], added to
+};
+
 // sum/comp: per-lane compensated sums (kLanes values; n_steps * kLanes for the curve);
 // sets: per-lane sets (n_steps * kLanes for the curve); corr: [feature][lane], per feature of
 // the model.
@@ -261,6 +286,8 @@ struct PairPasses {
                            double* sum, double* comp, double* corr);
   void (*projected_tail)(const ProjectedView&, const LaneView&, const TailSets&, std::int64_t n_sets, double mult,
                          double* sum, double* comp);
+  // The bounds of a vector's leaves for its curve's or set's pruning (CurveLeafBounds).
+  void (*curve_leaf_bounds)(const LaneView&, const CurveLeafBounds&);
 };
 
 // The passes for the CPU this runs on; the environment variable PGEXACT_PASSES=base or v3
@@ -284,5 +311,9 @@ namespace isa_base { PGEXACT_PROJECTED_PASSES }
 namespace isa_v3 { PGEXACT_PROJECTED_PASSES }
 namespace isa_v4 { PGEXACT_PROJECTED_PASSES }
 #undef PGEXACT_PROJECTED_PASSES
+// Each level's build of the pruning's bounds (leaf_bounds.cpp).
+namespace isa_base { void curve_leaf_bounds(const LaneView&, const CurveLeafBounds&); }
+namespace isa_v3 { void curve_leaf_bounds(const LaneView&, const CurveLeafBounds&); }
+namespace isa_v4 { void curve_leaf_bounds(const LaneView&, const CurveLeafBounds&); }
 
 }  // namespace pgexact
