@@ -22,6 +22,44 @@ PruneBudget prune_budget(double tol) {
   return budget;
 }
 
+namespace {
+
+// The first half of the greedy step's pruning (prune_greedy_leaves; prune_leaves has its own in
+// leaf_bounds.cpp, the same loop in the level's registers), for the lanes of one vector (its
+// leaves from `first` on): tree by tree, each leaf through
+// p_out(leaf, at, w, p), which sets p[lane] for the lanes l < n_in of nonzero weight w[l] to
+// the leaf's P_out there (its masses on the features x leaves its path on), adding to the lane's
+// estimate, or to -1 where the leaf is no candidate; the leaf's bound |w| P_out into
+// bound[leaf][lane] (-1 for no candidate), W[lane] the sum over trees of the largest |w| of a
+// candidate, and tree_done() after each tree. A leaf's lanes go together: the masses of one of
+// its slots are read once for all of them (a lane at a time looked the slot up again per lane:
+// most of the set-up of 64 rows of a deep forest before its first unit of work).
+template <typename POut, typename TreeDone>
+void bound_leaves(const Arena& a, const LeafBoxes& boxes, const Lanes& lanes, std::size_t first, std::size_t n_in,
+                  std::vector<double>& bound, double* W, POut&& p_out, TreeDone&& tree_done) {
+  double w_max[kLanes], p[kLanes];
+  std::fill(W, W + n_in, 0.0);
+  for (std::int64_t t = 0; t < a.n_trees(); ++t) {
+    std::fill(w_max, w_max + kLanes, 0.0);
+    for (std::int32_t leaf = boxes.tree_first[t]; leaf < boxes.tree_first[t + 1]; ++leaf) {
+      const std::size_t at = first + static_cast<std::size_t>(leaf) * kLanes;
+      const double* w = lanes.weight.data() + at;
+      double* leaf_bound = bound.data() + static_cast<std::size_t>(leaf) * kLanes;
+      p_out(leaf, at, w, p);
+      for (std::size_t l = 0; l < n_in; ++l) {
+        leaf_bound[l] = -1.0;  // not alive: not a candidate
+        if (w[l] == 0.0 || p[l] < 0.0) continue;
+        leaf_bound[l] = std::fabs(w[l]) * p[l];
+        w_max[l] = std::max(w_max[l], std::fabs(w[l]));
+      }
+    }
+    for (std::size_t l = 0; l < n_in; ++l) W[l] += w_max[l];
+    tree_done();
+  }
+}
+
+}  // namespace
+
 // A vector of rows at a time, a leaf's lanes together (as prune_leaves, same bits).
 void prune_greedy_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, const std::uint64_t* sets,
                          Lanes& lanes, std::vector<double>& skipped_none, std::vector<double>& skipped_by,

@@ -104,39 +104,6 @@ void for_each_vector(std::int64_t rows, std::size_t n_leaves, int threads, Vecto
   (void)threads;
 }
 
-// The first half of both prunings (prune_leaves and prune_greedy_leaves below), for the lanes
-// of one vector (its leaves from `first` on): tree by tree, each leaf through
-// p_out(leaf, at, w, p), which sets p[lane] for the lanes l < n_in of nonzero weight w[l] to
-// the leaf's P_out there (its masses on the features x leaves its path on), adding to the lane's
-// estimate, or to -1 where the leaf is no candidate; the leaf's bound |w| P_out into
-// bound[leaf][lane] (-1 for no candidate), W[lane] the sum over trees of the largest |w| of a
-// candidate, and tree_done() after each tree. A leaf's lanes go together: the masses of one of
-// its slots are read once for all of them (a lane at a time looked the slot up again per lane:
-// most of the set-up of 64 rows of a deep forest before its first unit of work).
-template <typename POut, typename TreeDone>
-void bound_leaves(const Arena& a, const LeafBoxes& boxes, const Lanes& lanes, std::size_t first, std::size_t n_in,
-                  std::vector<double>& bound, double* W, POut&& p_out, TreeDone&& tree_done) {
-  double w_max[kLanes], p[kLanes];
-  std::fill(W, W + n_in, 0.0);
-  for (std::int64_t t = 0; t < a.n_trees(); ++t) {
-    std::fill(w_max, w_max + kLanes, 0.0);
-    for (std::int32_t leaf = boxes.tree_first[t]; leaf < boxes.tree_first[t + 1]; ++leaf) {
-      const std::size_t at = first + static_cast<std::size_t>(leaf) * kLanes;
-      const double* w = lanes.weight.data() + at;
-      double* leaf_bound = bound.data() + static_cast<std::size_t>(leaf) * kLanes;
-      p_out(leaf, at, w, p);
-      for (std::size_t l = 0; l < n_in; ++l) {
-        leaf_bound[l] = -1.0;  // not alive: not a candidate
-        if (w[l] == 0.0 || p[l] < 0.0) continue;
-        leaf_bound[l] = std::fabs(w[l]) * p[l];
-        w_max[l] = std::max(w_max[l], std::fabs(w[l]));
-      }
-    }
-    for (std::size_t l = 0; l < n_in; ++l) W[l] += w_max[l];
-    tree_done();
-  }
-}
-
 // The second half of both prunings (prune_leaves and prune_greedy_leaves below), for the
 // lanes of one vector whose `bound`s ([leaf][lane], -1 for a leaf that is no candidate) are in:
 // per lane and class (class_of(code), of n_classes), the bounds in buckets, the last bucket
@@ -191,6 +158,8 @@ void prune_vector(Lanes& lanes, const std::vector<double>& bound, std::size_t fi
 // weights, codes, out masks and slot masses of a leaf share cache lines, which a row at a time
 // read once per row (most of the set-up of 64 rows of a deep forest, the part of the estimate
 // before the first unit of work). Each row's sums are the same operations in the same order.
+// The bounds, W and the estimates are computed in the registers of the x86-64 level picked at
+// run time (PairPasses::curve_leaf_bounds, leaf_bounds.cpp, whose lanes keep these bits).
 // The vectors go to up to `threads` threads (prune_threads): each writes only its own lanes'
 // codes and its own rows' `skipped` (set_of must be safe to call from several threads).
 template <typename SetOf>
@@ -215,7 +184,9 @@ void prune_leaves(const Arena& a, const LeafBoxes& boxes, std::int64_t rows, std
       const std::int64_t i = i0 + static_cast<std::int64_t>(l);
       S[l] = set_of(i, n_prefix - 1) & ~boxes.set_features;
       for (std::int64_t k = n_prefix - 1; k >= 0; --k) {
-        for (std::uint64_t f = set_of(i, k); f != 0; f &= f - 1) position[__builtin_ctzll(f) * L + l] = static_cast<double>(k);
+        for (std::uint64_t f = set_of(i, k); f != 0; f &= f - 1) {
+          position[__builtin_ctzll(f) * L + l] = static_cast<double>(k);
+        }
       }
     }
     CurveLeafBounds in;

@@ -216,7 +216,9 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
     if (c.enters != nullptr) {
       first = (vi)load_u(reinterpret_cast<const std::uint64_t*>(c.enters + j * kLanes));
     } else {
-      for (std::int64_t k = n_steps - 1; k >= 0; --k) first = select(holds(load_u(c.sets + k * kLanes), j), vi{} + k, first);
+      for (std::int64_t k = n_steps - 1; k >= 0; --k) {
+        first = select(holds(load_u(c.sets + k * kLanes), j), vi{} + k, first);
+      }
     }
     enters[j] = first;
   }

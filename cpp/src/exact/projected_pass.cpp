@@ -351,7 +351,9 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     if (c.enters != nullptr) {
       first = (vi)load_u(reinterpret_cast<const std::uint64_t*>(c.enters + j * kLanes));
     } else {
-      for (std::int64_t k = n_steps - 1; k >= 0; --k) first = select(holds(load_u(c.sets + k * kLanes), j), vi{} + k, first);
+      for (std::int64_t k = n_steps - 1; k >= 0; --k) {
+        first = select(holds(load_u(c.sets + k * kLanes), j), vi{} + k, first);
+      }
     }
     enters[j] = first;
     if (((pv.features >> j) & 1u) == 0) continue;
