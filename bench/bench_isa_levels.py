@@ -30,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import DATA_DIR, write_section  # noqa: E402
+from pgexact.bench.data import load_named  # noqa: E402
 
 BEGIN = "<!-- bench_isa_levels:begin -->"
 END = "<!-- bench_isa_levels:end -->"
@@ -55,24 +56,12 @@ print(json.dumps({"seconds": seconds, "bits": np.asarray(value, dtype=float).tob
 '''
 
 
-def _housing(data_dir: str):
-    import pandas as pd
-
-    df = pd.read_csv(Path(data_dir) / "california_housing.csv").dropna()
-    y = df.pop("median_house_value").to_numpy() / 1e5
-    X = df.drop(columns=["ocean_proximity"]).to_numpy()
-    X = (X - X.mean(0)) / X.std(0)
-    idx = np.random.default_rng(0).permutation(len(X))
-    cut = int(0.8 * len(X))
-    return X[idx[:cut]], y[idx[:cut]], X[idx[cut:]]
-
-
 def _models(data_dir: str):
     """name -> (description, factory of a fitted model and its test rows)."""
     def fit(make):
         def run():
-            Xtr, ytr, Xte = _housing(data_dir)
-            return make().fit(Xtr, ytr), Xte[:64]
+            data = load_named("housing", data_dir, seed=0, keep_missing=False)
+            return make().fit(data.Xtr, data.ytr), data.Xte[:64]
         return run
 
     def xgb():
@@ -173,8 +162,8 @@ def main() -> None:
             f"--rounds {args.rounds}` on {datetime.date.today()}, commit {commit}; this CPU's best level: {best}; "
             f"load average at the end {load}.\n\n{head}\n" + "\n".join(rows)
             + "\n\nCPU seconds of one call, the smallest of the rounds (each a fresh process per level and "
-            "checkout, alternated); 64 rows of California housing (standardised, 80:20 split, seed 0), "
-            "1 thread, σ = 0.3, a ranking by |x| for pgi2. `PGEXACT_PASSES` caps the level; \"best\" is "
+            "checkout, alternated); 64 rows of California housing (rows with NaN dropped, standardised, "
+            "80:20 split, seed 0), 1 thread, σ = 0.3, a ranking by |x| for pgi2. `PGEXACT_PASSES` caps the level; \"best\" is "
             "the level picked at run time.\n" + END)
     print(text)
     if args.write:
