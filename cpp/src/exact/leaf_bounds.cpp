@@ -5,9 +5,10 @@
 // Why here: a lane at a time, the bounds of 64 rows of XGBoost(500 trees of depth 8) took about
 // 0.2 s of the 0.5 s before a call's first unit of work, most of an estimate's calibration
 // (base-ISA scalar loops over 81,000 leaves x 8 vectors x their features and prefixes).
-// The operations per lane are those of leaf_pruning.hpp's lane-at-a-time loops, in the same
-// order: a factor a lane does not take is 1.0 (x * 1.0 is x), and a sum a lane does not add to
-// gets 0.0 (a sum that starts at +0.0 never reads -0.0), so every lane keeps its bits.
+// The operations per lane are those of the lane-at-a-time loops this replaced (leaf_pruning.hpp
+// before commit 1111e17), in the same order: a factor a lane does not take is 1.0 (x * 1.0 is
+// x), and a sum a lane does not add to gets 0.0 (a sum that starts at +0.0 never reads -0.0),
+// so every lane keeps its bits (compared on 52 results of five model families).
 #include "pgexact/exact/pair_passes.hpp"
 
 #ifndef PGEXACT_ISA
@@ -16,10 +17,6 @@
 #include "lane_vectors.hpp"
 
 namespace pgexact::PGEXACT_ISA {
-namespace {
-
-
-}  // namespace
 
 void curve_leaf_bounds(const LaneView& lanes, const CurveLeafBounds& in) {
   constexpr int kMaxPrefixes = 64;
@@ -28,8 +25,8 @@ void curve_leaf_bounds(const LaneView& lanes, const CurveLeafBounds& in) {
   const vd zero = {};
   const vd one = zero + 1.0;
   const vd none = zero - 1.0;
-  // Codes and prefixes are compared as doubles (exact below 2^53): 64-bit integer compares
-  // are no instruction of the baseline or AVX2 builds, whose loops then went a lane at a time.
+  // Codes and prefixes are compared as doubles (exact below 2^53): the baseline build has no
+  // 64-bit integer comparison (SSE4.2 brought it), and went a lane at a time on one.
   const vd never = zero - 1.0;  // a prefix no feature enters at
   const vd n_prefix = zero + static_cast<double>(np);
   const vu S = load_u(in.sets);

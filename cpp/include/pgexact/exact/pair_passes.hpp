@@ -228,8 +228,8 @@ struct ProjectedView {
 // - estimate[prefix][lane] += sum over trees of max(0, E[w^2] - E[w]^2) at that prefix, the
 //   masses of the leaf's features of the prefix multiplied in prefix order from the leaf's code
 //   on (those in by then in feature order first).
-// The lanes of a vector go together: the same operations, lane by lane, as a lane at a time
-// (leaf_pruning.hpp's reference), so the bounds and the pruning do not depend on the build.
+// The lanes of a vector go together, each lane's operations in the order above, so the bounds
+// and the pruning do not depend on the build.
 struct CurveLeafBounds {
   std::int64_t n_trees = 0;
   const std::int32_t* tree_first = nullptr;    // [tree + 1]: its first leaf (LeafBoxes::tree_first)
