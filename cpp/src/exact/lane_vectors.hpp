@@ -1,8 +1,8 @@
 // Internal to the per-level builds of the leaf-pair passes (pair_passes.hpp): the lane
 // vectors and their helpers, included by each file CMake compiles once per x86-64 level
-// (pair_passes.cpp, projected_pass.cpp) after PGEXACT_ISA names the level's namespace. The
-// helpers live in that namespace, so two levels' builds never share (and never swap) inline
-// code.
+// (pair_passes.cpp, projected_pass.cpp, leaf_bounds.cpp) after PGEXACT_ISA names the level's
+// namespace. The helpers live in that namespace, so two levels' builds never share (and never
+// swap) inline code.
 #pragma once
 
 #include <cmath>
