@@ -114,7 +114,6 @@ struct LaneVector {
     for (int i = 0; i < kParts; ++i) part[i] = (Part)other.part[i];
   }
   PGEXACT_AI T operator[](int l) const { return part[l / kPartLanes][l % kPartLanes]; }
-  PGEXACT_AI void set(int l, T value) { part[l / kPartLanes][l % kPartLanes] = value; }
 };
 typedef LaneVector<double> vd;
 typedef LaneVector<std::uint64_t> vu;
@@ -154,7 +153,6 @@ PGEXACT_LANE_BINARY(-)
 PGEXACT_LANE_BINARY(*)
 PGEXACT_LANE_BINARY(&)
 PGEXACT_LANE_BINARY(|)
-PGEXACT_LANE_BINARY(^)
 #undef PGEXACT_LANE_BINARY
 
 template <typename T>
@@ -162,19 +160,10 @@ PGEXACT_AI LaneVector<T> operator>>(LaneVector<T> a, int n) {
   for (int i = 0; i < kParts; ++i) a.part[i] = a.part[i] >> n;
   return a;
 }
-template <typename T>
-PGEXACT_AI LaneVector<T> operator<<(LaneVector<T> a, int n) {
-  for (int i = 0; i < kParts; ++i) a.part[i] = a.part[i] << n;
-  return a;
-}
+
 template <typename T>
 PGEXACT_AI LaneVector<T> operator~(LaneVector<T> a) {
   for (int i = 0; i < kParts; ++i) a.part[i] = ~a.part[i];
-  return a;
-}
-template <typename T>
-PGEXACT_AI LaneVector<T> operator-(LaneVector<T> a) {
-  for (int i = 0; i < kParts; ++i) a.part[i] = -a.part[i];
   return a;
 }
 
@@ -229,7 +218,7 @@ PGEXACT_AI LaneVector<T> widen(vb b) {
 }
 template <typename T>
 PGEXACT_AI void set_lane(LaneVector<T>& v, int l, T value) {
-  v.set(l, value);
+  v.part[l / kPartLanes][l % kPartLanes] = value;
 }
 template <typename T>
 PGEXACT_AI LaneVector<T> load_lanes(const T* p) {
