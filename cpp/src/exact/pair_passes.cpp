@@ -481,7 +481,7 @@ void eval_tail(const PairView& pl, const LaneView& lanes, const TailSets& c, std
 PairPasses passes() {
   return PairPasses{&eval_set,       &eval_curve,         &eval_greedy,           &eval_curve_row,     &eval_tail,
                     &eval_projected, &eval_projected_row, &eval_projected_greedy, &eval_projected_tail,
-                    &curve_leaf_bounds};
+                    &curve_leaf_bounds, &greedy_leaf_bounds};
 }
 
 }  // namespace pgexact::PGEXACT_ISA

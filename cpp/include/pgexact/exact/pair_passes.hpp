@@ -243,6 +243,29 @@ struct CurveLeafBounds {
   double* estimate = nullptr;                  // out: [prefix][lane], added to
 };
 
+// The first half of the per-row leaf pruning of a greedy step (leaf_pruning.cpp,
+// prune_greedy_leaves), for one vector of rows whose leaves carry code_greedy's codes (alive
+// with the lane's set S: kNoneMissing; alive with S + {j} only: j; dead: kNeverAlive). Per leaf
+// and lane, a leaf being a candidate where its weight w is not 0 and its code is not
+// kNeverAlive, with the products over the leaf's features in increasing order:
+// - bound[leaf][lane] = |w| P_out, P_out the product of the leaf's masses on the features of
+//   S + {its code} that x leaves its path on; -1 where the leaf is no candidate;
+// - W[lane] = sum over trees of the largest |w| of a candidate;
+// - estimate[lane] = sum over trees of max(0, E[w^2] - E[w]^2) with S perturbed, over the
+//   leaves alive with S (their masses on the features of S).
+// As CurveLeafBounds: the lanes together, each lane's operations in the order above.
+struct GreedyLeafBounds {
+  std::int64_t n_trees = 0;
+  const std::int32_t* tree_first = nullptr;    // [tree + 1]: its first leaf (LeafBoxes::tree_first)
+  const std::uint64_t* constrained = nullptr;  // [leaf]: features its box cuts (LeafBoxes)
+  const std::int32_t* slot_of = nullptr;       // [leaf * n_features + j] (LeafBoxes::slot_of)
+  std::uint64_t by_category = 0;               // features perturbed by category (no slots)
+  const std::uint64_t* sets = nullptr;         // [lane]: S, no feature by category
+  double* bound = nullptr;                     // out: [leaf][lane]
+  double* W = nullptr;                         // out: [lane]
+  double* estimate = nullptr;                  // out: [lane]
+};
+
 // sum/comp: per-lane compensated sums (kLanes values; n_steps * kLanes for the curve);
 // sets: per-lane sets (n_steps * kLanes for the curve); corr: [feature][lane], per feature of
 // the model.
@@ -288,6 +311,8 @@ struct PairPasses {
                          double* sum, double* comp);
   // The bounds of a vector's leaves for its curve's or set's pruning (CurveLeafBounds).
   void (*curve_leaf_bounds)(const LaneView&, const CurveLeafBounds&);
+  // The bounds of a vector's leaves for a greedy step's pruning (GreedyLeafBounds).
+  void (*greedy_leaf_bounds)(const LaneView&, const GreedyLeafBounds&);
 };
 
 // The passes for the CPU this runs on; the environment variable PGEXACT_PASSES=base or v3
@@ -312,8 +337,12 @@ namespace isa_v3 { PGEXACT_PROJECTED_PASSES }
 namespace isa_v4 { PGEXACT_PROJECTED_PASSES }
 #undef PGEXACT_PROJECTED_PASSES
 // Each level's build of the pruning's bounds (leaf_bounds.cpp).
-namespace isa_base { void curve_leaf_bounds(const LaneView&, const CurveLeafBounds&); }
-namespace isa_v3 { void curve_leaf_bounds(const LaneView&, const CurveLeafBounds&); }
-namespace isa_v4 { void curve_leaf_bounds(const LaneView&, const CurveLeafBounds&); }
+#define PGEXACT_LEAF_BOUNDS                                         \
+  void curve_leaf_bounds(const LaneView&, const CurveLeafBounds&); \
+  void greedy_leaf_bounds(const LaneView&, const GreedyLeafBounds&);
+namespace isa_base { PGEXACT_LEAF_BOUNDS }
+namespace isa_v3 { PGEXACT_LEAF_BOUNDS }
+namespace isa_v4 { PGEXACT_LEAF_BOUNDS }
+#undef PGEXACT_LEAF_BOUNDS
 
 }  // namespace pgexact
