@@ -191,8 +191,10 @@ def test_a_long_call_goes_in_equal_blocks(xgb_model, monkeypatch, cap):
 def test_a_calibration_run_still_sums_every_tree_pair_once(xgb_model):
     """pgexact.estimate's runs (calibration=True) take each tile's second trees from halfway and
     wrap around (RunControl::calibration): run to the end, they sum every tree pair once, so a
-    set, a curve and a greedy ranking equal the ordinary call's within rounding (a pair
-    skipped or summed twice would be far off)."""
+    set and a curve equal the ordinary call's within rounding (a pair skipped or summed twice
+    would be far off). A greedy ranking's calibration sweeps the first step of one vector of
+    rows and gives the others copies of those rows' values: that vector ranks as the ordinary
+    call does, and every row's later curve entries are PG2 of its own ranking's prefixes."""
     ens, X = xgb_model
     rows = X[:20]
     d = ens.n_features
@@ -206,8 +208,11 @@ def test_a_calibration_run_still_sums_every_tree_pair_once(xgb_model):
                core_exact.pg2_curve(ens._arena, rows, R, d, noise, threads, Kernel.leaf_pairs))
         rk, curve = core_exact.greedy_rank(ens._arena, rows, noise, threads, Kernel.leaf_pairs, calibration=True)
         ref_rk, ref_curve = core_exact.greedy_rank(ens._arena, rows, noise, threads, Kernel.leaf_pairs)
-        np.testing.assert_array_equal(rk, ref_rk)
-        _close(curve, ref_curve)
+        same = (rk == ref_rk).all(axis=1)
+        assert same.sum() >= 8, same
+        _close(curve[same], ref_curve[same])
+        own = core_exact.pg2_curve(ens._arena, rows, rk, d, noise, threads, Kernel.leaf_pairs)
+        _close(curve[:, 1:], own[:, 1:])
 
 
 def test_every_simd_build_gives_the_same_bits(tmp_path, xgb_model):
