@@ -4,7 +4,8 @@ Each case (model, call, rows) runs in a child process per checkout (``PYTHONPATH
 checkout's ``python/`` with its built extension), the two checkouts one after the other and
 the whole round repeated, so that both see the same load on a shared machine; the table gives
 the median seconds per call of each and their ratio. Models are trained once here and pickled
-for the children. Values are compared too: the two checkouts must agree within 1e-12 relative.
+for the children. Values are compared too: the two checkouts must agree within 1e-12 relative
+(not a ranking's, which a near tie may flip between kernels, nor an estimate's, a projection).
 
     python bench/bench_before_after.py --before ../old-checkout [--after .] [--rounds 3] [--data-dir ../shared/datasets]
         [--cases a,b,...] [--write]
@@ -51,6 +52,8 @@ def run():
         return pgexact.pg2(ens, X, [0], sigma=0.3, n_jobs=1, progress=False)
     if call == "pg2_all":
         return pgexact.pg2(ens, X, list(range(X.shape[1])), sigma=0.3, n_jobs=1, progress=False)
+    if call == "estimate_rank":  # the seconds of the estimate itself; its value is a projection
+        return [pgexact.estimate(ens, X, "rank", sigma=0.3, n_jobs=1)]
     raise SystemExit(call)
 times = []
 for _ in range(reps):
@@ -80,6 +83,8 @@ def _housing(data_dir: str):
 
 def cases(data_dir: str):
     """(key, description, model factory, call, rows, reps); the housing data from `data_dir`."""
+    import catboost
+    import lightgbm
     import xgboost as xgb
     from sklearn.ensemble import RandomForestRegressor
 
@@ -96,7 +101,23 @@ def cases(data_dir: str):
             return model.fit(Xtr, ytr), Xte
         return make
 
+    def housing(factory):
+        def make():
+            Xtr, ytr, Xte = _housing(data_dir)
+            return factory().fit(Xtr, ytr), Xte
+        return make
+
+    xgb_default = housing(lambda: xgb.XGBRegressor(nthread=2, random_state=0))
+    lgbm_default = housing(lambda: lightgbm.LGBMRegressor(n_jobs=2, random_state=0, verbose=-1))
+    cat200 = housing(lambda: catboost.CatBoostRegressor(iterations=200, thread_count=2, random_seed=0,
+                                                        verbose=False))
+    xgb500 = housing(lambda: xgb.XGBRegressor(n_estimators=500, max_depth=8, nthread=2, random_state=0))
     return [
+        ("xgb-rank-64", "XGBRegressor(), housing: greedy rank, 64 rows", xgb_default, "rank", 64, 1),
+        ("lgbm-rank-64", "LGBMRegressor(), housing: greedy rank, 64 rows", lgbm_default, "rank", 64, 1),
+        ("cat200-rank-64", "CatBoostRegressor(iterations=200), housing: greedy rank, 64 rows", cat200, "rank", 64, 1),
+        ("xgb500-estimate-rank-64", "XGBRegressor(500, max_depth=8), housing: estimate of rank, 64 rows", xgb500,
+         "estimate_rank", 64, 3),
         ("xgb100-pgi2-1", "XGBoost 100×d6, d=8: pgi2 (given ranking), 1 row", xgb_model(100, 6, 8), "pgi2", 1, 3),
         ("xgb100-pgi2-64", "XGBoost 100×d6, d=8: pgi2 (given ranking), 64 rows", xgb_model(100, 6, 8), "pgi2", 64, 2),
         ("xgb100-rank-1", "XGBoost 100×d6, d=8: greedy rank, 1 row", xgb_model(100, 6, 8), "rank", 1, 2),
@@ -152,7 +173,7 @@ def main() -> None:
                     res = run_child(checkout.resolve(), case_file, args.timeout)
                     seconds[side].append(res["seconds"])
                     values[side] = np.asarray(res["value"])
-            if call != "rank":
+            if call not in ("rank", "estimate_rank"):
                 np.testing.assert_allclose(values["after"], values["before"], rtol=1e-12, atol=1e-300)
             b, a = statistics.median(seconds["before"]), statistics.median(seconds["after"])
             rows.append((desc, b, a, b / a))
