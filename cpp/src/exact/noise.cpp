@@ -33,6 +33,9 @@ CdfPair noise_cdf(NoiseFamily family, double sigma, double u) {
       const double up = 0.5 * std::exp(-z);
       return {1.0 - up, up};
     }
+    case NoiseFamily::Categorical:  // no interval masses: the kernels never ask
+    case NoiseFamily::Fixed:
+      break;
   }
   return {0.0, 1.0};
 }
@@ -56,6 +59,9 @@ double noise_partial_moment(NoiseFamily family, double sigma, double u) {
       const double au = std::fabs(u);
       return -0.5 * (au + b) * std::exp(-au / b);
     }
+    case NoiseFamily::Categorical:  // no moments on intervals: the kernels never ask
+    case NoiseFamily::Fixed:
+      break;
   }
   return 0.0;
 }

@@ -17,6 +17,10 @@
 #include "pgexact/exact/kernels.hpp"
 #include "pgexact/exact/leaf_pairs.hpp"
 
+#ifdef PGEXACT_ISA_LEVELS
+#include <cpuid.h>
+#endif
+
 // The drivers of the leaf-pair kernel (pair_kernel.hpp): the rows in an order that puts near
 // ones in the same vectors (row_order), then per block of rows, fill the lanes
 // (pair_lanes), set the leaves' codes, prune per row (leaf_pruning), find the live leaves
@@ -32,6 +36,26 @@ void check_features(const Arena& a) {
   if (!pairs_apply(a)) throw std::invalid_argument("pair kernel: model not supported");
 }
 
+#ifdef PGEXACT_ISA_LEVELS
+// Whether this CPU (and its OS, which must save the wider registers) runs the code of
+// -march=x86-64-v3, and of -v4: their features one by one, since GCC 12 knows the levels by
+// name in __builtin_cpu_supports and Clang 14 does not. MOVBE, F16C (CPUID leaf 1, ECX bits 22
+// and 29) and LZCNT (leaf 0x80000001, ECX bit 5) are not names Clang 14 knows either.
+bool cpu_runs_v3() {
+  __builtin_cpu_init();
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool movbe_f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx >> 22 & 1u) != 0 && (ecx >> 29 & 1u) != 0;
+  const bool lzcnt = __get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx) != 0 && (ecx >> 5 & 1u) != 0;
+  return movbe_f16c && lzcnt && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+}
+bool cpu_runs_v4() {
+  return cpu_runs_v3() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl");
+}
+#endif
+
 }  // namespace
 
 const PairPasses& pair_passes() {
@@ -40,9 +64,8 @@ const PairPasses& pair_passes() {
     const std::string level = env_switch("PGEXACT_PASSES");
     if (level == "base") return isa_base::passes();
 #ifdef PGEXACT_ISA_LEVELS
-    __builtin_cpu_init();
-    if (level != "v3" && __builtin_cpu_supports("x86-64-v4")) return isa_v4::passes();
-    if (__builtin_cpu_supports("x86-64-v3")) return isa_v3::passes();
+    if (level != "v3" && cpu_runs_v4()) return isa_v4::passes();
+    if (cpu_runs_v3()) return isa_v3::passes();
 #endif
     return isa_base::passes();
   }();

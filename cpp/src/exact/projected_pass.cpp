@@ -728,7 +728,7 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
       }
       const std::int32_t j = cand[si - 1];
       vi in_x[kMaxGridFeatures];
-      const vi every = (vi)(zero_u == zero_u);
+      const vi every = ~vi{};  // all lanes
       for (std::int32_t c = 0; c < grid_of.n_shared; ++c) in_x[c] = grid_of.feature[c] == j ? every : in_s[c];
       grid_cells(first.sum, first_width, static_cast<std::size_t>(first_set[si]), pv.grid_first_group,
                  pv.groups_first, first_cells);
