@@ -502,8 +502,12 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
     interval_mass.sum[i] = zero + mass_lane0(lanes, pv.interval_cut[2 * i], pv.interval_cut[2 * i + 1]);
   }
   for (std::int32_t s0 = 0; s0 < n_summed; s0 += kLanes) {
-    vi k;  // the lanes' prefixes; -1 past the last (nothing is live there, nothing a factor)
-    for (int l = 0; l < kLanes; ++l) set_lane(k, l, s0 + l < n_summed ? step[s0 + l] : std::int64_t{-1});
+    // The lanes' prefixes; -1 past the last (nothing is live there, nothing a factor).
+    std::uint64_t k_lanes[kLanes];
+    for (int l = 0; l < kLanes; ++l) {
+      k_lanes[l] = static_cast<std::uint64_t>(s0 + l < n_summed ? step[s0 + l] : std::int64_t{-1});
+    }
+    const vi k = (vi)load_u(k_lanes);
     const std::int64_t k_last = step[std::min(s0 + kLanes, n_summed) - 1];
     GroupSums groups(static_cast<std::size_t>(n_groups));
     for (int side = 0; side < 2; ++side) {  // the first tree's leaves, then the second's
