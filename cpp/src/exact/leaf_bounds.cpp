@@ -23,6 +23,16 @@
 #include "lane_vectors.hpp"
 
 namespace pgexact::PGEXACT_ISA {
+namespace {
+
+// A leaf's masses on one of its features in the lanes (lj: leaf * n_features + feature): its
+// slot's, or from the tables where the block keeps no slot masses.
+PGEXACT_AI vd leaf_mass(const LaneView& lanes, const std::int32_t* slot_of, std::size_t lj) {
+  return lanes.masses != nullptr ? load_d(lanes.masses + static_cast<std::size_t>(slot_of[lj]) * kLanes)
+                                 : mass(lanes, lanes.leaf_lo[lj], lanes.leaf_hi[lj]);
+}
+
+}  // namespace
 
 void curve_leaf_bounds(const LaneView& lanes, const CurveLeafBounds& in) {
   constexpr int kMaxPrefixes = 64;
@@ -65,10 +75,7 @@ void curve_leaf_bounds(const LaneView& lanes, const CurveLeafBounds& in) {
       int n_taken = 0;
       for (std::uint64_t f = in.constrained[u] & reach; f != 0; f &= f - 1) {
         const auto j = static_cast<std::int32_t>(__builtin_ctzll(f));
-        const std::size_t lj = u * d + static_cast<std::size_t>(j);
-        const vd m = lanes.masses != nullptr
-                         ? load_d(lanes.masses + static_cast<std::size_t>(in.slot_of[lj]) * kLanes)
-                         : mass(lanes, lanes.leaf_lo[lj], lanes.leaf_hi[lj]);
+        const vd m = leaf_mass(lanes, in.slot_of, u * d + static_cast<std::size_t>(j));
         const vi takes = holds(taken, j);
         const vd k = load_d(in.position + static_cast<std::size_t>(j) * kLanes);
         base *= select(takes & (k <= c), m, one);
@@ -139,10 +146,7 @@ void greedy_leaf_bounds(const LaneView& lanes, const GreedyLeafBounds& in) {
       vd p_set = one, p_out = one;
       for (std::uint64_t f = in.constrained[u] & reach & ~in.by_category; f != 0; f &= f - 1) {
         const auto j = static_cast<std::int32_t>(__builtin_ctzll(f));
-        const std::size_t lj = u * d + static_cast<std::size_t>(j);
-        const vd m = lanes.masses != nullptr
-                         ? load_d(lanes.masses + static_cast<std::size_t>(in.slot_of[lj]) * kLanes)
-                         : mass(lanes, lanes.leaf_lo[lj], lanes.leaf_hi[lj]);
+        const vd m = leaf_mass(lanes, in.slot_of, u * d + static_cast<std::size_t>(j));
         const vi in_s = holds(taken, j);
         const vi needed = in_s | (alive & (code == zero + static_cast<double>(j)));
         p_set *= select(in_s, m, one);
