@@ -107,17 +107,6 @@ struct Lanes {
                                  : masses.data() + static_cast<std::size_t>(v) * static_cast<std::size_t>(n_slots) * kLanes,
                     out.data() + leaves, boxes->lo.data(), boxes->hi.data(), boxes->n_features, v, vectors};
   }
-  // The masses of leaf's interval on feature j (one it cuts, not by category) in the lanes of
-  // vector v: the kept slot, or the same operations on the table, written to `scratch`.
-  const double* slot_masses(std::int32_t v, std::size_t leaf, std::size_t j, double* scratch) const {
-    const std::size_t d = static_cast<std::size_t>(boxes->n_features);
-    if (!table_masses) {
-      return masses.data() + (static_cast<std::size_t>(v) * static_cast<std::size_t>(n_slots) +
-                              static_cast<std::size_t>(boxes->slot_of[leaf * d + j])) * kLanes;
-    }
-    interval_masses(at_bound(v, boxes->lo[leaf * d + j]), at_bound(v, boxes->hi[leaf * d + j]), scratch);
-    return scratch;
-  }
 };
 
 void resize_lanes(const Arena& a, const LeafBoxes& boxes, std::int32_t vectors, Lanes& lanes);
