@@ -611,8 +611,15 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
     sweep.run(pass, true, &live, weight, pass);
     if (!sweep.stopped()) reduce_trees(sum, comp, n_trees, width, total);
   };
+  // A calibration (pgexact.estimate; its results are discarded) takes steps 0 and 1 without a
+  // pass on one vector of rows per block, and gives the others copies of those rows' step-0
+  // values, then their own second best single feature: the passes it times cost about the same
+  // whichever features come first, and on 64 rows of XGBoost(500, depth 8) the grids took a
+  // quarter of a second, the sweeps a tenth of the calibration.
+  const bool calibration = control != nullptr && control->calibration;
   for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
+    const std::int64_t small_set_rows = calibration ? std::min<std::int64_t>(rows, kLanes) : rows;
     if (sets_in_lanes) {
       fill_block(a, noise, boxes, copies.data(), 0, n_copies, threads, lanes);
     } else {
@@ -681,16 +688,10 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
         break;
       }
       if (step == 0 && swept_first) {
-        // A calibration (pgexact.estimate; its results are discarded) sweeps one vector of rows
-        // and gives the others those rows' values, as step 1's grids below do: the passes it
-        // times cost about the same whichever feature comes first, and the sweeps of 64 rows
-        // of XGBoost(500, depth 8) took a tenth of an estimate's calibration of the ranking.
-        const bool calibration = control != nullptr && control->calibration;
-        const std::int64_t swept = calibration ? std::min<std::int64_t>(rows, kLanes) : rows;
-        small_set_step(a, noise, X, r0, swept, nullptr, choosable, threads, single, control);
+        small_set_step(a, noise, X, r0, small_set_rows, nullptr, choosable, threads, single, control);
         single.resize(static_cast<std::size_t>(rows * d));
-        for (std::int64_t i = swept; i < rows; ++i) {
-          std::copy_n(single.begin() + (i % swept) * d, d, single.begin() + i * d);
+        for (std::int64_t i = small_set_rows; i < rows; ++i) {  // a calibration's other rows
+          std::copy_n(single.begin() + (i % small_set_rows) * d, d, single.begin() + i * d);
         }
         for (std::int64_t i = 0; i < rows; ++i) {
           const std::int32_t best = best_candidate(single.data() + static_cast<std::size_t>(i * d), choosable);
@@ -700,20 +701,14 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
         continue;
       }
       if (step == 1 && gridded_second) {
-        // A calibration (pgexact.estimate; its results are discarded) takes the grids of one
-        // vector of rows and gives the others their second best single feature: the later
-        // passes cost about the same for any two features chosen, and the grids of 64 rows of
-        // XGBoost(500, depth 8) took a quarter of a second, which every estimate paid.
-        const bool calibration = control != nullptr && control->calibration;
-        const std::int64_t gridded = calibration ? std::min<std::int64_t>(rows, kLanes) : rows;
-        small_set_step(a, noise, X, r0, gridded, ranking_out + r0 * d, choosable, threads, pair_values, control);
+        small_set_step(a, noise, X, r0, small_set_rows, ranking_out + r0 * d, choosable, threads, pair_values, control);
         if (sweep.stopped()) return;
         for (std::int64_t i = 0; i < rows; ++i) {
           const std::int64_t f = ranking_out[(r0 + i) * d];
           // The curve's first entry: PG2 of the first choice, from its sweep (as pg2 gives it).
           curve_out[(r0 + i) * d] = single[static_cast<std::size_t>(i * d + f)];
           const std::uint64_t candidates = choosable & ~chosen[static_cast<std::size_t>(i)];
-          const double* values = i < gridded ? pair_values.data() + static_cast<std::size_t>(i * d)
+          const double* values = i < small_set_rows ? pair_values.data() + static_cast<std::size_t>(i * d)
                                              : single.data() + static_cast<std::size_t>(i * d);
           const std::int32_t best = best_candidate(values, candidates);
           chosen[static_cast<std::size_t>(i)] |= bit(best);
