@@ -17,8 +17,6 @@ Build each checkout's extension first (``pip install -e``-free: the CMake build 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import pickle
 import statistics
 import subprocess
@@ -29,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _checkouts import run_in_checkout  # noqa: E402
 from _results import DATA_DIR, write_section  # noqa: E402
 
 BEGIN = "<!-- bench_before_after:begin -->"
@@ -94,18 +93,14 @@ def cases(data_dir: str):
             return xgb.XGBRegressor(n_estimators=trees, max_depth=depth, nthread=2, random_state=0).fit(X, y), X
         return make
 
-    def rf(trees, depth):
-        def make():
-            Xtr, ytr, Xte = _housing(data_dir)
-            model = RandomForestRegressor(n_estimators=trees, max_depth=depth, n_jobs=2, random_state=0)
-            return model.fit(Xtr, ytr), Xte
-        return make
-
     def housing(factory):
         def make():
             Xtr, ytr, Xte = _housing(data_dir)
             return factory().fit(Xtr, ytr), Xte
         return make
+
+    def rf(trees, depth):
+        return housing(lambda: RandomForestRegressor(n_estimators=trees, max_depth=depth, n_jobs=2, random_state=0))
 
     xgb_default = housing(lambda: xgb.XGBRegressor(nthread=2, random_state=0))
     lgbm_default = housing(lambda: lightgbm.LGBMRegressor(n_jobs=2, random_state=0, verbose=-1))
@@ -132,15 +127,6 @@ def cases(data_dir: str):
         ("rf20d10-rank-1", "RandomForest 20 trees, max_depth=10, housing: greedy rank, 1 row", rf(20, 10), "rank", 1, 1),
         ("rf5-rank-1", "RandomForest 5 trees, unbounded depth, housing: greedy rank, 1 row", rf(5, None), "rank", 1, 1),
     ]
-
-
-def run_child(checkout: Path, case_file: Path, timeout: float) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(checkout / "python"))
-    out = subprocess.run([sys.executable, "-c", CHILD, str(case_file)], env=env, capture_output=True,
-                         text=True, timeout=timeout)
-    if out.returncode != 0:
-        raise RuntimeError(f"{checkout}: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -170,7 +156,7 @@ def main() -> None:
             values = {}
             for _ in range(args.rounds):
                 for side, checkout in (("before", args.before), ("after", args.after)):
-                    res = run_child(checkout.resolve(), case_file, args.timeout)
+                    res = run_in_checkout(checkout.resolve(), CHILD, case_file, args.timeout)
                     seconds[side].append(res["seconds"])
                     values[side] = np.asarray(res["value"])
             if call not in ("rank", "estimate_rank"):

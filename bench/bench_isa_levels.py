@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import pickle
 import subprocess
@@ -29,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _checkouts import run_in_checkout  # noqa: E402
 from _results import DATA_DIR, write_section  # noqa: E402
 from pgexact.bench.data import load_named  # noqa: E402
 
@@ -93,18 +93,6 @@ def _best_level() -> str:
     return "v4 (AVX-512)" if " avx512f " in flags else ("v3 (AVX2)" if " avx2 " in flags else "base")
 
 
-def run_child(checkout: Path, level: str, case_file: Path, timeout: float) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(checkout / "python"))
-    env.pop("PGEXACT_PASSES", None)
-    if level:
-        env["PGEXACT_PASSES"] = level
-    out = subprocess.run([sys.executable, "-c", CHILD, str(case_file)], env=env, capture_output=True,
-                         text=True, timeout=timeout)
-    if out.returncode != 0:
-        raise RuntimeError(f"{checkout} {level}: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", type=Path, default=None)
@@ -137,7 +125,7 @@ def main() -> None:
             for _ in range(args.rounds):
                 for label, path in checkouts:
                     for lv in levels:
-                        out = run_child(path, lv, case_file, args.timeout)
+                        out = run_in_checkout(path, CHILD, case_file, args.timeout, {"PGEXACT_PASSES": lv or None})
                         times[(label, lv)].append(out["seconds"])
                         bits.setdefault(label, set()).add(out["bits"])
             same = all(len(b) == 1 for b in bits.values())
