@@ -95,6 +95,8 @@ PGEXACT_AI bool any(vi mask) {
 template <typename T>
 struct LaneVector {
   typedef T Part __attribute__((vector_size(kPartLanes * sizeof(T))));
+  // A part in memory at any address of a T (load_lanes, store_d).
+  typedef T UnalignedPart __attribute__((vector_size(kPartLanes * sizeof(T)), aligned(alignof(T)), may_alias));
   Part part[kParts];
 
   LaneVector() = default;
@@ -223,16 +225,20 @@ PGEXACT_AI LaneVector<T> widen(vb b) {
   }
   return r;
 }
+// Loads and stores of a part through an unaligned, aliasing vector type (as the intrinsics'
+// headers do): a memcpy into the part made GCC 12 store each loaded part on the stack and load
+// it again before its use (the curve pass's slot masses).
 template <typename T>
 PGEXACT_AI LaneVector<T> load_lanes(const T* p) {
   LaneVector<T> v;
-  for (int i = 0; i < kParts; ++i) std::memcpy(&v.part[i], p + i * kPartLanes, sizeof v.part[i]);
+  typedef typename LaneVector<T>::UnalignedPart Unaligned;
+  for (int i = 0; i < kParts; ++i) v.part[i] = *reinterpret_cast<const Unaligned*>(p + i * kPartLanes);
   return v;
 }
 PGEXACT_AI vd load_d(const double* p) { return load_lanes(p); }
 PGEXACT_AI vu load_u(const std::uint64_t* p) { return load_lanes(p); }
 PGEXACT_AI void store_d(double* p, const vd& v) {
-  for (int i = 0; i < kParts; ++i) std::memcpy(p + i * kPartLanes, &v.part[i], sizeof v.part[i]);
+  for (int i = 0; i < kParts; ++i) *reinterpret_cast<vd::UnalignedPart*>(p + i * kPartLanes) = v.part[i];
 }
 // Whether any lane of a comparison result is set: the parts ORed, then their lanes.
 PGEXACT_AI bool any(const vi& mask) {
