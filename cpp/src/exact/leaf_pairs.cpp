@@ -9,15 +9,6 @@ namespace {
 
 inline std::uint64_t bit(std::int32_t j) { return std::uint64_t{1} << j; }
 
-// Set bits of x, inline: this file is built for the baseline x86-64, where the builtin is a
-// library call.
-inline int bit_count(std::uint64_t x) {
-  x = x - ((x >> 1) & 0x5555555555555555ULL);
-  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
-  return static_cast<int>((x * 0x0101010101010101ULL) >> 56);
-}
-
 // A numeric split the box can be narrowed by. A categorical split on a feature that is not
 // perturbed by category never narrows it (such a feature is never perturbed, and the row
 // weights route observed values exactly); splits on a feature perturbed by category narrow its
@@ -98,17 +89,15 @@ void emit(const LeafBoxes& boxes, std::int32_t u, std::int32_t v, std::uint64_t 
   // factor in the product (slots first) must not, or a row's bits would.
   computed |= features & boxes.set_features;
   const std::uint64_t from_v = (features & ~in_u) | (in_u & cut_u & ~computed);
-  const std::uint64_t slots = features & ~computed;
-  const auto count = static_cast<std::size_t>(bit_count(features));
-  const auto n_slots = static_cast<std::size_t>(bit_count(slots));
-  const auto n_cut = count - n_slots;
   out.make_room();
-  std::uint8_t* feature = out.feature.data() + out.n_features;
-  std::uint8_t* slot = out.slot.data() + out.n_slots;
-  std::int32_t* cut = out.cut.data() + out.n_cuts;
-  out.n_features += count;
-  out.n_slots += n_slots;
-  out.n_cuts += 2 * n_cut;
+  // The entries' counts are where the writes end (no bit counts: this file is built for the
+  // baseline x86-64, where a bit count is a dozen instructions or a library call).
+  std::uint8_t* const feature_begin = out.feature.data() + out.n_features;
+  std::uint8_t* const slot_begin = out.slot.data() + out.n_slots;
+  std::int32_t* const cut_begin = out.cut.data() + out.n_cuts;
+  std::uint8_t* feature = feature_begin;
+  std::uint8_t* slot = slot_begin;
+  std::int32_t* cut = cut_begin;
   // A slot's byte: its rank among its leaf's slots (features in order, counted on the way),
   // v's flagged. Written every time, kept when it is a slot: no branch to mispredict. The pick
   // between u's rank and v's is a mask, not `of_v ? :`, which GCC 12 made a branch (taken or
@@ -142,6 +131,11 @@ void emit(const LeafBoxes& boxes, std::int32_t u, std::int32_t v, std::uint64_t 
     *cut++ = lo[j];
     *cut++ = hi[j];
   }
+  const auto count = static_cast<std::size_t>(feature - feature_begin);
+  const auto n_slots = static_cast<std::size_t>(slot - slot_begin);
+  out.n_features += count;
+  out.n_slots += n_slots;
+  out.n_cuts += static_cast<std::size_t>(cut - cut_begin);
   out.pairs[out.n_pairs++] = LeafPair{u, v, static_cast<std::uint8_t>(count), static_cast<std::uint8_t>(n_slots)};
 }
 
