@@ -191,34 +191,17 @@ void eval_set(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_
 // the benchmark models; 2 and 8 chains measured slower).
 constexpr int kChains = 4;
 
-// The products of prefixes k .. k + kChains - 1 of one pair, as four named values rather than
-// an array: GCC 12 kept an array of the AVX2 build's two-part vectors on the stack, a store and
-// a reload in every multiply's chain (Clang kept it in registers, 1.3x faster).
-struct Chains {
-  vd p0, p1, p2, p3;
-
-  explicit PGEXACT_AI Chains(vd one) : p0(one), p1(one), p2(one), p3(one) {}
-  // Multiplies the mass D of a feature into the chains whose prefix holds it (f: per lane, the
-  // first prefix that does).
-  PGEXACT_AI void times(vi f, std::int64_t k, vd D) {
-    p0 = select(f <= k, p0 * D, p0);
-    p1 = select(f <= (k + 1), p1 * D, p1);
-    p2 = select(f <= (k + 2), p2 * D, p2);
-    p3 = select(f <= (k + 3), p3 * D, p3);
+// Adds a pair's chains (products of prefixes k .. k + kChains - 1), weighted, to the prefixes
+// running sums where the lane is alive (from: per lane, the pair's first live prefix).
+__attribute__((always_inline)) inline void add_chains(const vd* P, std::int64_t k, std::int64_t n_steps, vi from,
+                                                      vd w, double mult, vd* run) {
+  const vd zero = {};
+  const std::int64_t live = n_steps - k < kChains ? n_steps - k : kChains;
+  for (std::int64_t i = 0; i < live; ++i) {
+    const vi alive = from <= (k + i);
+    run[k + i] += select(alive, (w * P[i]) * mult, zero);
   }
-  // Adds the chains, weighted, to the prefixes' running sums where the lane is alive (from: per
-  // lane, the pair's first live prefix); chains past the last prefix are dropped.
-  PGEXACT_AI void add_to(std::int64_t k, std::int64_t n_steps, vi from, vd w, double mult, vd* run) const {
-    const vd zero = {};
-    const vd* P[kChains] = {&p0, &p1, &p2, &p3};
-    const std::int64_t live = n_steps - k < kChains ? n_steps - k : kChains;
-    for (std::int64_t i = 0; i < live; ++i) {
-      const vi alive = from <= (k + i);
-      run[k + i] += select(alive, (w * *P[i]) * mult, zero);
-    }
-  }
-};
-static_assert(kChains == 4, "Chains names four products");
+}
 
 // PG2 of every prefix of each lane's ranking (see CurveSets).
 void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, std::int64_t n_steps, double mult,
@@ -262,26 +245,37 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
         vi from;  // per lane, the pair's first live prefix
         vd w;     // the pair's weight
         {
-          Chains P(one);
+          vd P[kChains];
+#pragma GCC unroll 8
+          for (int i = 0; i < kChains; ++i) P[i] = one;
           for (std::int32_t e = 0; e < p.count; ++e) {
             const std::int32_t j = at.feature[e];
             if (j >= top) continue;  // in no lane's set at any prefix: a factor of 1.0
             const vd De = at.mass_of(lanes, p, e);
+            const vi f = enters[j];
             D[n] = De;
             factor_feature[n++] = static_cast<std::uint8_t>(j);
-            P.times(enters[j], k0, De);
+#pragma GCC unroll 8
+            for (int i = 0; i < kChains; ++i) P[i] = select(f <= (k0 + i), P[i] * De, P[i]);
           }
           // Read after the entries' loop, not before it: held across it, they took four of the
           // AVX2 build's sixteen registers and GCC kept chains on the stack instead.
           from = widen<std::int64_t>(from_b);
           w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
               load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
-          P.add_to(k0, n_steps, from, w, mult, run);
+          add_chains(P, k0, n_steps, from, w, mult, run);
         }
         for (std::int64_t k = k0 + kChains; k < n_steps; k += kChains) {
-          Chains P(one);
-          for (std::int32_t e = 0; e < n; ++e) P.times(enters[factor_feature[e]], k, D[e]);
-          P.add_to(k, n_steps, from, w, mult, run);
+          vd P[kChains];
+#pragma GCC unroll 8
+          for (int i = 0; i < kChains; ++i) P[i] = one;
+          for (std::int32_t e = 0; e < n; ++e) {
+            const vi f = enters[factor_feature[e]];
+            const vd De = D[e];
+#pragma GCC unroll 8
+            for (int i = 0; i < kChains; ++i) P[i] = select(f <= (k + i), P[i] * De, P[i]);
+          }
+          add_chains(P, k, n_steps, from, w, mult, run);
         }
       },
       [&] {
