@@ -81,7 +81,7 @@ void emit(const LeafBoxes& boxes, std::int32_t u, std::int32_t v, std::uint64_t 
     const auto j = static_cast<std::size_t>(__builtin_ctzll(f));
     const std::size_t at = static_cast<std::size_t>(v) * d + j;
     // (No branch: whether v's interval differs follows no pattern the CPU could predict.)
-    const bool differs = (boxes.lo[at] != lo[j]) | (boxes.hi[at] != hi[j]);
+    const bool differs = ((boxes.lo[at] ^ lo[j]) | (boxes.hi[at] ^ hi[j])) != 0;
     computed |= static_cast<std::uint64_t>(differs) << j;
   }
   // A feature perturbed by category is always an intersection entry: whether its box equals a
