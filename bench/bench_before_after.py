@@ -10,6 +10,9 @@ for the children. Values are compared too: the two checkouts must agree within 1
     python bench/bench_before_after.py --before ../old-checkout [--after .] [--rounds 3] [--data-dir ../shared/datasets]
         [--cases a,b,...] [--write]
 
+Without ``--cases`` every case runs but the slow ones (``SLOW``: minutes a call), which run
+when named.
+
 Build each checkout's extension first (``pip install -e``-free: the CMake build copied into
 ``python/pgexact/``, or an installed wheel's ``_core`` copied there).
 """
@@ -80,6 +83,10 @@ def _housing(data_dir: str):
     return X[idx[:cut]], y[idx[:cut]], X[idx[cut:]]
 
 
+#: cases that take minutes a call: run only when named in --cases
+SLOW = {"lgbm500-pgi2-64", "lgbm500-rank-64"}
+
+
 def cases(data_dir: str):
     """(key, description, model factory, call, rows, reps); the housing data from `data_dir`."""
     import catboost
@@ -107,12 +114,18 @@ def cases(data_dir: str):
     cat200 = housing(lambda: catboost.CatBoostRegressor(iterations=200, thread_count=2, random_seed=0,
                                                         verbose=False))
     xgb500 = housing(lambda: xgb.XGBRegressor(n_estimators=500, max_depth=8, nthread=2, random_state=0))
+    lgbm500 = housing(lambda: lightgbm.LGBMRegressor(n_estimators=500, num_leaves=255, n_jobs=2, random_state=0,
+                                                     verbose=-1))
     return [
         ("xgb-rank-64", "XGBRegressor(), housing: greedy rank, 64 rows", xgb_default, "rank", 64, 1),
         ("lgbm-rank-64", "LGBMRegressor(), housing: greedy rank, 64 rows", lgbm_default, "rank", 64, 1),
         ("cat200-rank-64", "CatBoostRegressor(iterations=200), housing: greedy rank, 64 rows", cat200, "rank", 64, 1),
         ("xgb500-estimate-rank-64", "XGBRegressor(500, max_depth=8), housing: estimate of rank, 64 rows", xgb500,
          "estimate_rank", 64, 3),
+        # (SLOW: 64 rows of the 500 trees of 255 leaves take 8-10 min for pgi2, more to rank.)
+        ("lgbm500-pgi2-64", "LGBMRegressor(500, num_leaves=255), housing: pgi2 (given ranking), 64 rows", lgbm500,
+         "pgi2", 64, 1),
+        ("lgbm500-rank-64", "LGBMRegressor(500, num_leaves=255), housing: greedy rank, 64 rows", lgbm500, "rank", 64, 1),
         ("xgb100-pgi2-1", "XGBoost 100×d6, d=8: pgi2 (given ranking), 1 row", xgb_model(100, 6, 8), "pgi2", 1, 3),
         ("xgb100-pgi2-64", "XGBoost 100×d6, d=8: pgi2 (given ranking), 64 rows", xgb_model(100, 6, 8), "pgi2", 64, 2),
         ("xgb100-rank-1", "XGBoost 100×d6, d=8: greedy rank, 1 row", xgb_model(100, 6, 8), "rank", 1, 2),
@@ -144,7 +157,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         made = {}
         for key, desc, make, call, n_rows, reps in cases(args.data_dir):
-            if wanted and key not in wanted:
+            if (wanted and key not in wanted) or (not wanted and key in SLOW):
                 continue
             if make not in made:
                 made[make] = make()

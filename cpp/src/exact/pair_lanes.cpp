@@ -12,20 +12,31 @@
 namespace pgexact {
 namespace pairs {
 
-// A block's per-row tables take up to 96 MiB, or up to 384 MiB where that reaches 64 rows:
+// A block's per-row tables take up to 96 MiB, or up to 576 MiB where that reaches 64 rows:
 // where a model's pair lists are too large to keep (a depth-10 forest's are about 10 GB), every
 // block enumerates them again, and enumeration was 42 % of 64 rows of RandomForest(max_depth=10)
 // on housing in blocks of 16 rows (6 MB a row); one block of 64 rows is 1.47x faster (56 -> 38
-// s, adding 483 MiB to the process instead of 281). Models of smaller tables hold hundreds of
-// rows in 96 MiB, and larger blocks only cost memory and locality there (1,500 rows of
-// LightGBM in blocks of 384 MiB: 0.96x).
+// s, adding 483 MiB to the process instead of 281). At 384 MiB, 64 rows of LightGBM(500 trees
+// of 255 leaves; 9.0 MB a row, 6.7 of them slot masses) went in two blocks of 32, each
+// enumerating the lists again (a third of the call's samples); in one block the curve of 64
+// rows took 481 s of CPU instead of 557 (1.16x, the same bits), its process 1023 MiB at its
+// peak instead of 756. Models of smaller tables hold hundreds of rows in 96 MiB, and larger
+// blocks only cost memory and locality there (1,500 rows of LightGBM in blocks of 384 MiB:
+// 0.96x).
 constexpr std::int64_t kBlockBytes = std::int64_t{96} << 20;
-constexpr std::int64_t kLargeBlockBytes = std::int64_t{384} << 20;
+constexpr std::int64_t kLargeBlockBytes = std::int64_t{576} << 20;
 constexpr std::int64_t kLargeBlockRows = 64;
 
+namespace {
+// Bytes of a row's lanes: its boundary table, its leaves' out masks, weights and codes, and its
+// slot masses (Lanes).
+std::int64_t lane_bytes_per_row(const Arena& a, const LeafBoxes& boxes) {
+  return 16 * static_cast<std::int64_t>(a.bounds.size()) + 17 * boxes.n_leaves() + 8 * boxes.n_slots;
+}
+}  // namespace
+
 std::int64_t block_rows(const Arena& a, const LeafBoxes& boxes, std::int64_t sums_per_row, std::int64_t n_rows) {
-  const std::int64_t per_row = 16 * static_cast<std::int64_t>(a.bounds.size()) + 17 * boxes.n_leaves() +
-                               8 * boxes.n_slots + 8 * sums_per_row * a.n_trees();
+  const std::int64_t per_row = lane_bytes_per_row(a, boxes) + 8 * sums_per_row * a.n_trees();
   const std::int64_t bytes = std::max<std::int64_t>(per_row, 1);
   std::int64_t rows = std::max(kBlockBytes / bytes, std::min(kLargeBlockRows, kLargeBlockBytes / bytes));
   rows = std::max<std::int64_t>(8, std::min<std::int64_t>(rows, 4096));
@@ -57,8 +68,15 @@ void resize_lanes(const Arena& a, const LeafBoxes& boxes, std::int32_t vectors, 
   lanes.n_slots = boxes.n_slots;
   lanes.boxes = &boxes;
   const std::size_t n_masses = v * static_cast<std::size_t>(boxes.n_slots) * kLanes;
+  // Kept within kMassesBytes, or where the model's lanes of kLargeBlockRows rows fit
+  // kLargeBlockBytes: then no block of it is larger than that budget (block_rows), which is
+  // there for such blocks (one block of 64 rows of LightGBM(500 trees of 255 leaves) holds 431
+  // MB of masses). A deep forest's block of 8 rows is past both: the masses of a default
+  // RandomForest on housing would add 380 MiB to a call, for 1.05x in pgexact.estimate.
   // PGEXACT_TABLE_MASSES=1 forces the table path (tests: it must give the same bits).
-  lanes.table_masses = n_masses * sizeof(double) > kMassesBytes || env_switch("PGEXACT_TABLE_MASSES") == "1";
+  const bool keep = n_masses * sizeof(double) <= kMassesBytes ||
+                    lane_bytes_per_row(a, boxes) * kLargeBlockRows <= kLargeBlockBytes;
+  lanes.table_masses = !keep || env_switch("PGEXACT_TABLE_MASSES") == "1";
   if (lanes.table_masses) {
     lanes.masses.clear();
     lanes.masses.shrink_to_fit();

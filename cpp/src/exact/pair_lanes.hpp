@@ -37,7 +37,8 @@ inline std::int64_t block_vectors(std::int64_t block, std::int64_t n_rows) {
 // Bytes of slot masses a block may keep: deep forests have millions of leaves and a slot per
 // leaf and feature cut, 64 bytes each for a vector of rows; beyond this the passes compute them
 // from the tables instead (a little slower, same bits), so that no call adds more than about
-// 1 GiB whatever the model.
+// 1 GiB whatever the model. (Unless the model's lanes of 64 rows fit the large blocks' budget:
+// resize_lanes, pair_lanes.cpp.)
 inline constexpr std::size_t kMassesBytes = std::size_t{256} << 20;
 
 inline std::uint64_t bit(std::int32_t j) { return std::uint64_t{1} << j; }
@@ -57,7 +58,7 @@ inline void interval_masses(const double* lo, const double* hi, double* masses) 
 
 // A vector whose new elements are left uninitialised (resize does not zero them): a block's
 // tables, routes and slot masses are written in full by fill_block, and zero-filling them first
-// was a pass of its own over up to 384 MiB before the first unit of work, which also took the
+// was a pass of its own over up to 576 MiB before the first unit of work, which also took the
 // fresh pages' faults.
 template <typename T>
 struct UninitializedAllocator : std::allocator<T> {
