@@ -38,7 +38,7 @@ inline std::int64_t block_vectors(std::int64_t block, std::int64_t n_rows) {
 // leaf and feature cut, 64 bytes each for a vector of rows; beyond this the passes compute them
 // from the tables instead (a little slower, same bits), so that no call adds more than about
 // 1 GiB whatever the model. (Unless the model's lanes of 64 rows fit the large blocks' budget:
-// resize_lanes, pair_lanes.cpp.)
+// masses_kept, pair_lanes.cpp.)
 inline constexpr std::size_t kMassesBytes = std::size_t{256} << 20;
 
 inline std::uint64_t bit(std::int32_t j) { return std::uint64_t{1} << j; }
