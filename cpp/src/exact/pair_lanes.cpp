@@ -28,10 +28,13 @@ constexpr std::int64_t kLargeBlockBytes = std::int64_t{576} << 20;
 constexpr std::int64_t kLargeBlockRows = 64;
 
 namespace {
-// Bytes of a row's lanes: its boundary table, its leaves' out masks, weights and codes, and its
-// slot masses (Lanes).
+// Bytes of a row's lanes (Lanes): its tables (its boundary table, its leaves' out masks,
+// weights and codes), and with them its slot masses.
+std::int64_t table_bytes_per_row(const Arena& a, const LeafBoxes& boxes) {
+  return 16 * static_cast<std::int64_t>(a.bounds.size()) + 17 * boxes.n_leaves();
+}
 std::int64_t lane_bytes_per_row(const Arena& a, const LeafBoxes& boxes) {
-  return 16 * static_cast<std::int64_t>(a.bounds.size()) + 17 * boxes.n_leaves() + 8 * boxes.n_slots;
+  return table_bytes_per_row(a, boxes) + 8 * boxes.n_slots;
 }
 
 // Whether a block of `vectors` lane vectors keeps its slot masses: within kMassesBytes, or where
@@ -62,7 +65,7 @@ std::int64_t block_rows(const Arena& a, const LeafBoxes& boxes, std::int64_t sum
   // of the samples of such a block); now in blocks of up to 24 rows (16 rows in one block
   // instead of two: 928 -> 652 s of CPU, 1.42x, the same bits).
   if (!masses_kept(a, boxes, (rows + kLanes - 1) / kLanes)) {
-    rows = rows_within_budget(lane_bytes_per_row(a, boxes) - 8 * boxes.n_slots + sums);
+    rows = rows_within_budget(table_bytes_per_row(a, boxes) + sums);
   }
   // PGEXACT_BLOCK_ROWS caps it (tests: calls of several blocks on small models).
   const std::string cap = env_switch("PGEXACT_BLOCK_ROWS");
