@@ -340,6 +340,10 @@ void group_leaves(const LeafBoxes& boxes, std::int64_t t, std::uint64_t C, TreeG
   }
   // Once per grouping, not per plan: a tree's grouping on C serves its pairs with that C.
   if (!cell_groups(grouping, n_shared, grouping.cell_group)) grouping.cell_group.clear();
+  grouping.group_cell.assign(grouping.cell_group.size(), 0);
+  for (std::size_t cell = 0; cell < grouping.cell_group.size(); ++cell) {
+    grouping.group_cell[grouping.cell_group[cell]] = static_cast<std::uint8_t>(cell);
+  }
 }
 
 bool project_tree_pair(const Arena& a, const LeafBoxes& boxes, const TreeGrouping& first, const TreeGrouping& second,

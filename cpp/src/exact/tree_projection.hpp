@@ -63,11 +63,14 @@ struct TreeGrouping {
   // which the plans of the tree's pairs on C read (ProjectedGrid); else empty (leaves that differ
   // on C only by the special values their paths admit, or a tree that is not oblivious).
   std::vector<std::uint8_t> cell_group;
+  // Per group, its cell where the groups are a full grid (the inverse of cell_group), else empty:
+  // a curve keeps a grid's sums in cell order (projected_pass.cpp, CurveSumsLayout).
+  std::vector<std::uint8_t> group_cell;
   std::int32_t n_groups() const { return static_cast<std::int32_t>(representative.size()); }
   std::size_t bytes() const {
     return leaves.size() * sizeof(ProjectedLeaf) + own_feature.size() * 5 + representative.size() * 24 +
            interval_of.size() + intervals.size() * 64 + groups_on.size() * 24 + interval_first.size() * 8 +
-           cell_group.size() + 200;
+           cell_group.size() + group_cell.size() + 200;
   }
 };
 
@@ -97,6 +100,8 @@ struct ProjectedPlan {
       v.leaves[side] = trees[side]->leaves.data();
       v.own_feature[side] = trees[side]->own_feature.data();
       v.own_slot[side] = trees[side]->own_slot.data();
+      // (null, not data(), where empty: a scratch grouping keeps its room when it is reused)
+      v.group_cell[side] = trees[side]->group_cell.empty() ? nullptr : trees[side]->group_cell.data();
     }
     v.n_first = static_cast<std::int32_t>(first->leaves.size());
     v.n_second = static_cast<std::int32_t>(second->leaves.size());

@@ -188,6 +188,9 @@ struct ProjectedView {
   const std::int32_t* own_slot[2] = {nullptr, nullptr};     // per own entry: the leaf's slot (LeafBoxes::slot_of)
   std::int32_t n_first = 0, n_second = 0;  // leaves of the first tree, of the second
   std::int32_t groups_first = 0, groups_second = 0;
+  // Per group of each tree: its cell where the tree's groups are a full grid on C, else null
+  // (TreeGrouping::group_cell).
+  const std::uint8_t* group_cell[2] = {nullptr, nullptr};
   const ProjectedMeet* meets = nullptr;
   std::size_t n_meets = 0;
   const std::uint8_t* meet_feature = nullptr;    // per meet entry
