@@ -270,6 +270,32 @@ def test_group_sums_kept_across_tree_pairs_change_no_bit(monkeypatch, mode):
     _close(kept[3][:, d:], core_exact.pg2_curve(ens._arena, rows, rk, d, noise, 1, Kernel.reference))
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_one_row_curves_of_more_than_eight_prefixes(monkeypatch, mode):
+    """A one-row curve puts the row's prefixes in the lanes, eight at a time: where the sweep
+    keeps the trees' group sums, every prefix (two vectors of them at d = 12), else the pair's
+    summed ones. Each row alone has its bits in a batch, with the sums kept or not, and every
+    prefix and the first five agree with the reference."""
+    _use(monkeypatch, mode)
+    ens, X = _catboost(23, 5, iterations=30, d=12)
+    rows = _rows_on_thresholds(ens, X, np.random.default_rng(23), 9)
+    d = ens.n_features
+    noise = _noise(d, 23)
+    R = np.array([np.random.default_rng(50 + i).permutation(d) for i in range(len(rows))], dtype=np.int64)
+    for steps in (d, 5):
+        batch = core_exact.pg2_curve(ens._arena, rows, R, steps, noise, 1, Kernel.leaf_pairs)
+        _close(batch, core_exact.pg2_curve(ens._arena, rows, R, steps, noise, 1, Kernel.reference))
+        monkeypatch.delenv("PGEXACT_KEEP_GROUP_SUMS", raising=False)
+        for i in range(len(rows)):
+            alone = core_exact.pg2_curve(ens._arena, rows[i : i + 1], R[i : i + 1], steps, noise, 1, Kernel.leaf_pairs)
+            np.testing.assert_array_equal(alone[0], batch[i])
+        monkeypatch.setenv("PGEXACT_KEEP_GROUP_SUMS", "0")
+        for i in (0, 4, 8):
+            alone = core_exact.pg2_curve(ens._arena, rows[i : i + 1], R[i : i + 1], steps, noise, 1, Kernel.leaf_pairs)
+            np.testing.assert_array_equal(alone[0], batch[i])
+        monkeypatch.delenv("PGEXACT_KEEP_GROUP_SUMS")
+
+
 def _check_greedy_against_the_reference(ens, rows, noise, threads=1, kernel=Kernel.leaf_pairs, fixed=()):
     """The greedy ranking's curve is the reference's PG2 of its prefixes, and every choice is a
     best candidate: PG2 of the chosen S + {j}, by the reference, is at least every other

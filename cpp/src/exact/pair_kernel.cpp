@@ -151,7 +151,10 @@ inline void curve_row_pass(const PairPasses& p, const PairView& view, const Lane
 }
 inline void curve_row_pass(const PairPasses& p, const ProjectedView& view, const LaneView& lanes, const CurveSets& c,
                            std::int64_t n_steps, double mult, double* sum, double* comp) {
-  p.projected_row(view, lanes, c, n_steps, mult, sum, comp);
+  // Every prefix of the row in the lanes, eight at a time: a chunk of eight a set of the sums.
+  const std::int64_t chunks = (n_steps + kLanes - 1) / kLanes;
+  p.projected_row(with_group_sums(view, lanes, [&](std::uint64_t) { return chunks; }, true), lanes, c, n_steps, mult,
+                  sum, comp);
 }
 inline void greedy_pass(const PairPasses& p, const PairView& view, const LaneView& lanes, const std::uint64_t* sets,
                         double mult, double* sum, double* comp, double* corr) {
