@@ -631,23 +631,22 @@ bool Projections::project(std::int64_t t, std::int64_t s, PlanScratch& scratch) 
 
 const ProjectedPlan* Projections::get(std::int64_t t, std::int64_t s, PlanScratch& scratch) {
   if (use_ == ProjectionUse::Never || s <= t) return nullptr;
-  std::vector<std::uint8_t>& decided_t = decided_[static_cast<std::size_t>(t)];
-  if (decided_t.empty()) decided_t.assign(static_cast<std::size_t>(arena_.n_trees() - t - 1), 0);  // first use
-  std::uint8_t& decided = decided_t[static_cast<std::size_t>(s - t - 1)];
-  if (decided == 1) return nullptr;
+  std::vector<std::int32_t>& decided_t = decided_[static_cast<std::size_t>(t)];
+  if (decided_t.empty()) decided_t.assign(static_cast<std::size_t>(arena_.n_trees() - t - 1), kUndecided);  // first use
+  std::int32_t& decided = decided_t[static_cast<std::size_t>(s - t - 1)];
+  if (decided == kLeafPairs) return nullptr;
   auto& kept_t = kept_[static_cast<std::size_t>(t)];
-  if (decided == 2) {
-    const auto hit = kept_t.find(s);
-    if (hit != kept_t.end()) return hit->second.get();
-  }
+  if (decided >= 0) return &kept_t[static_cast<std::size_t>(decided)];
   const bool use = project(t, s, scratch);
-  decided = use ? 2 : 1;
+  decided = use ? kProjectedNotKept : kLeafPairs;
   if (!use) return nullptr;
   // A plan on a grouping past its budget (the thread's scratch) is used once, not kept.
   const bool keepable = keep_ && scratch.plan.first != &scratch.first && scratch.plan.second != &scratch.second;
   const auto bytes = static_cast<std::int64_t>(scratch.plan.bytes());
   if (keepable && used_.fetch_add(bytes) + bytes <= kBudget) {
-    return kept_t.emplace(s, std::make_unique<ProjectedPlan>(scratch.plan)).first->second.get();
+    decided = static_cast<std::int32_t>(kept_t.size());
+    kept_t.push_back(scratch.plan);
+    return &kept_t.back();
   }
   if (keepable) used_.fetch_sub(bytes);
   return &scratch.plan;
