@@ -282,7 +282,8 @@ class Projections {
   // Per first tree t (allocated on its first use), per s - t - 1: kUndecided, kLeafPairs,
   // kProjectedNotKept, or the index of its kept plan in kept_[t]. (An index, not a hash map from
   // s: a map's lookups and nodes, made and freed per tree pair, were about a tenth of a one-row
-  // ranking of CatBoost(1000), whose 500,000 plans are kept for its later steps.)
+  // ranking of CatBoost(1000), whose 500,000 plans are kept for its later steps. It takes 4 bytes
+  // a tree pair instead of the byte of a decision: 2 MB for 1,000 trees, 50 MB for 5,000.)
   static constexpr std::int32_t kUndecided = -1, kLeafPairs = -2, kProjectedNotKept = -3;
   std::vector<std::vector<std::int32_t>> decided_;
   std::vector<std::deque<ProjectedPlan>> kept_;
