@@ -295,7 +295,8 @@ namespace {
 // cell order ([step][cell]: a prefix's sums are the grid's cells in order, which the contraction
 // reads in place; gathering them from [group][step] was about 30 % of the samples of
 // CatBoost(1000)'s 64-row curve, which now takes 1.1x less time), the others by group
-// ([group][step]: a meet reads its groups' steps in turn).
+// ([group][step]: a meet reads its groups' steps in turn). A one-row curve keeps them so per
+// chunk of eight prefixes (eval_projected_row).
 struct CurveSumsLayout {
   const std::uint8_t* cell;  // per group its cell (TreeGrouping::group_cell), null: not a grid
   std::size_t n_groups, n_steps;
@@ -551,20 +552,16 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
     for (int l = 0; l < kLanes; ++l) k_lanes[l] = static_cast<std::uint64_t>(prefix_of(ch * kLanes + l));
     return (vi)load_u(k_lanes);
   };
-  // Where a group's sum is among its tree's: its cell where the groups are a grid (so a chunk's
-  // sums are the grid's cells in order), else the group.
-  auto place = [&](int side, std::int32_t g) -> std::size_t {
-    return pv.group_cell[side] != nullptr ? pv.group_cell[side][g] : static_cast<std::size_t>(g);
-  };
-  // Tree `side`'s group sums and live flags for every chunk, [chunk][place].
+  // Each tree's group sums and live flags per chunk, kept as a curve keeps them per step
+  // (CurveSumsLayout: a grid's cells in order, chunk by chunk).
+  const CurveSumsLayout layouts[2] = {
+      {pv.group_cell[0], static_cast<std::size_t>(pv.groups_first), static_cast<std::size_t>(n_chunks)},
+      {pv.group_cell[1], static_cast<std::size_t>(pv.groups_second), static_cast<std::size_t>(n_chunks)}};
   auto fill = [&](int side, vd* group_sum, std::uint8_t* group_live) {
-    const std::size_t n_groups = static_cast<std::size_t>(side == 0 ? pv.groups_first : pv.groups_second);
     for (std::int64_t ch = 0; ch < n_chunks; ++ch) {
       const vi k = lanes_of(ch);
       std::int64_t k_last = -1;
       for (int l = 0; l < kLanes; ++l) k_last = std::max(k_last, prefix_of(ch * kLanes + l));
-      vd* chunk_sum = group_sum + static_cast<std::size_t>(ch) * n_groups;
-      std::uint8_t* chunk_live = group_live + static_cast<std::size_t>(ch) * n_groups;
       std::size_t e = 0;
       const std::int32_t n_leaves = side == 0 ? pv.n_first : pv.n_second;
       for (std::int32_t i = 0; i < n_leaves; ++i) {
@@ -589,9 +586,9 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
           }
           a = select(enters[j] <= k, a * D, a);
         }
-        const std::size_t g = place(side, leaf.group);
-        chunk_sum[g] += select(code <= k, a, zero);
-        chunk_live[g] = 1;
+        const std::size_t at_group = layouts[side].at(leaf.group, static_cast<std::int32_t>(ch));
+        group_sum[at_group] += select(code <= k, a, zero);
+        group_live[at_group] = 1;
       }
     }
   };
@@ -615,26 +612,23 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
   for (std::int64_t ch = 0; ch < n_chunks && si < n_summed; ++ch) {
     if (every_prefix && step[si] >= (ch + 1) * kLanes) continue;  // no summed prefix in this chunk
     const vi k = lanes_of(ch);
-    const vd* first_sum = first.sum + static_cast<std::size_t>(ch) * static_cast<std::size_t>(pv.groups_first);
-    const vd* second_sum = second.sum + static_cast<std::size_t>(ch) * static_cast<std::size_t>(pv.groups_second);
-    const std::uint8_t* first_live = first.live + static_cast<std::size_t>(ch) * static_cast<std::size_t>(pv.groups_first);
-    const std::uint8_t* second_live =
-        second.live + static_cast<std::size_t>(ch) * static_cast<std::size_t>(pv.groups_second);
+    const auto chunk = static_cast<std::int32_t>(ch);
     vd V = zero;
     if (pv.grid != nullptr) {  // grid_sum, as eval_projected, the prefixes in the lanes (cells in order)
       vi in_set[kMaxGridFeatures];
       grid_lanes_entered(*pv.grid, enters, top, k, in_set);
-      V = grid_sum(pv, first_sum, second_sum, in_set, interval_mass.sum);
+      V = grid_sum(pv, first.sum + layouts[0].cells_at(chunk), second.sum + layouts[1].cells_at(chunk), in_set,
+                   interval_mass.sum);
     }
     std::size_t m = 0;
     for (std::size_t q = 0; q < pv.n_meets && pv.grid == nullptr; ++q) {
       const ProjectedMeet& meet = pv.meets[q];
-      const std::size_t g = place(0, meet.g), h = place(1, meet.h);
-      if (!first_live[g] || !second_live[h]) {  // an exact zero at every prefix
+      const std::size_t g = layouts[0].at(meet.g, chunk), h = layouts[1].at(meet.h, chunk);
+      if (!first.live[g] || !second.live[h]) {  // an exact zero at every prefix
         m += meet.count;
         continue;
       }
-      vd P = first_sum[g] * second_sum[h];
+      vd P = first.sum[g] * second.sum[h];
       for (std::int32_t x = 0; x < meet.count; ++x, ++m) {
         const std::int32_t j = pv.meet_feature[m];
         if (j >= top) continue;
