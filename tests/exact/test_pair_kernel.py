@@ -188,6 +188,47 @@ def test_a_long_call_goes_in_equal_blocks(xgb_model, monkeypatch, cap):
             assert block == budget
 
 
+@pytest.mark.parametrize("store", [False, True])
+@pytest.mark.parametrize("budget", ["0", "30000"])
+def test_lists_past_the_call_budget(xgb_model, monkeypatch, budget, store):
+    """Once a list does not fit the call's budget (PGEXACT_CALL_LIST_BYTES caps it: none fits,
+    or a few), nothing more is kept, and a pass whose lists nobody keeps enumerates only the
+    pairs of its live leaves, however many are live (pair_sweep.hpp). Greedy rankings (a pass a
+    step), curves over several blocks of rows and sets give the bits of the uncapped call, and
+    are right against the unpruned reference; with the pair cache off, and on but empty (its
+    lists would have served the calls)."""
+    limit = pgexact.set_pair_cache_limit(0)  # the uncapped calls keep nothing for later ones
+    ens, X = xgb_model
+    d = ens.n_features
+    rows = X[30:70]
+    noise = _noise(d, 6)
+    rng = np.random.default_rng(8)
+    R = np.array([rng.permutation(d) for _ in range(len(rows))], dtype=np.int64)
+    mask = (rng.random((len(rows), d)) < 0.7).astype(np.uint8)
+
+    def calls():
+        monkeypatch.setenv("PGEXACT_BLOCK_ROWS", "16")  # curves and sets of three blocks
+        rk, curve = core_exact.greedy_rank(ens._arena, rows, noise, 2, Kernel.leaf_pairs)
+        return [rk, curve, core_exact.pg2_curve(ens._arena, rows, R, d, noise, 2, Kernel.leaf_pairs),
+                core_exact.pg2(ens._arena, rows, mask, noise, 1, Kernel.leaf_pairs)]
+
+    try:
+        want = calls()
+        if store:
+            pgexact.set_pair_cache_limit(limit)
+            pgexact.clear_pair_cache()
+        monkeypatch.setenv("PGEXACT_CALL_LIST_BYTES", budget)
+        got = calls()
+    finally:
+        pgexact.set_pair_cache_limit(limit)
+        pgexact.clear_pair_cache()
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    _close(got[1], core_exact.pg2_curve(ens._arena, rows, got[0], d, noise, 1, Kernel.reference))
+    _close(got[2], core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.reference))
+    _close(got[3], core_exact.pg2(ens._arena, rows, mask, noise, 1, Kernel.reference))
+
+
 def test_a_calibration_run_still_sums_every_tree_pair_once(xgb_model):
     """pgexact.estimate's runs (calibration=True) take each tile's second trees from halfway and
     wrap around (RunControl::calibration): run to the end, they sum every tree pair once, so a
