@@ -185,6 +185,7 @@ void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::in
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
   Lanes lanes;
+  lanes.calibration = control != nullptr && control->calibration;
   Liveness live;
   std::vector<double> sum, comp, total, skipped;
   std::vector<std::int64_t> failed;
@@ -280,6 +281,7 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
   Lanes lanes;
+  lanes.calibration = control != nullptr && control->calibration;
   Liveness live;
   std::vector<double> sum, comp, total, skipped;
   std::vector<std::int64_t> failed;
@@ -554,6 +556,7 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
     }
   }
   Lanes lanes;
+  lanes.calibration = control != nullptr && control->calibration;
   Liveness live;
   std::vector<double> sum, comp, total, corr, corr_total, skipped_none, skipped_by, single, pair_values;
   std::vector<std::uint64_t> chosen, cand;

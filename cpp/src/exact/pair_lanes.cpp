@@ -97,7 +97,8 @@ void resize_lanes(const Arena& a, const LeafBoxes& boxes, std::int32_t vectors, 
   lanes.boxes = &boxes;
   const std::size_t n_masses = v * static_cast<std::size_t>(boxes.n_slots) * kLanes;
   // PGEXACT_TABLE_MASSES=1 forces the table path (tests: it must give the same bits).
-  lanes.table_masses = !masses_kept(a, boxes, vectors) || env_switch("PGEXACT_TABLE_MASSES") == "1";
+  lanes.table_masses = !masses_kept(a, boxes, vectors) || env_switch("PGEXACT_TABLE_MASSES") == "1" ||
+                       (lanes.calibration && n_masses * sizeof(double) > kCalibrationMassesBytes);
   if (lanes.table_masses) {
     lanes.masses.clear();
     lanes.masses.shrink_to_fit();

@@ -40,6 +40,11 @@ inline std::int64_t block_vectors(std::int64_t block, std::int64_t n_rows) {
 // 1 GiB whatever the model. (Unless the model's lanes of 64 rows fit the large blocks' budget:
 // masses_kept, pair_lanes.cpp.)
 inline constexpr std::size_t kMassesBytes = std::size_t{256} << 20;
+// A calibration computes slot masses from the tables past this: filling 250 MB of masses for 64
+// rows of XGBoost(500 trees of depth 8), half of it the fresh pages' faults, was most of each of
+// the estimate's two runs' set-up (0.80 -> 0.63 s for its 64-row ranking). The passes cost a
+// little more per pair from the tables (8 rows: 1.14x), so such an estimate leans that way.
+inline constexpr std::size_t kCalibrationMassesBytes = std::size_t{32} << 20;
 
 inline std::uint64_t bit(std::int32_t j) { return std::uint64_t{1} << j; }
 
@@ -96,6 +101,9 @@ struct Lanes {
   // Slot masses not kept (they would pass kMassesBytes): the passes compute them from the
   // tables and the leaves' boxes (LaneView), with the same operations and so the same bits.
   bool table_masses = false;
+  // A calibration's block (RunControl::calibration: pgexact.estimate, results discarded) keeps
+  // no slot masses past kCalibrationMassesBytes (resize_lanes), set by the driver.
+  bool calibration = false;
   const LeafBoxes* boxes = nullptr;
 
   const double* at_bound(std::int32_t v, std::int32_t b) const {
