@@ -42,7 +42,7 @@ inline std::int64_t block_vectors(std::int64_t block, std::int64_t n_rows) {
 inline constexpr std::size_t kMassesBytes = std::size_t{256} << 20;
 // A calibration computes slot masses from the tables past this: filling 250 MB of masses for 64
 // rows of XGBoost(500 trees of depth 8), half of it the fresh pages' faults, was most of each of
-// the estimate's two runs' set-up (0.80 -> 0.63 s for its 64-row ranking). The passes cost a
+// the estimate's two runs' set-up (0.80 -> 0.60 s for its 64-row ranking). The passes cost a
 // little more per pair from the tables (8 rows: 1.14x), so such an estimate leans that way.
 inline constexpr std::size_t kCalibrationMassesBytes = std::size_t{32} << 20;
 
