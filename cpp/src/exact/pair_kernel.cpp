@@ -185,7 +185,7 @@ void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::in
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
   Lanes lanes;
-  lanes.calibration = control != nullptr && control->calibration;
+  lanes.calibration = calibrating(control);
   Liveness live;
   std::vector<double> sum, comp, total, skipped;
   std::vector<std::int64_t> failed;
@@ -281,7 +281,7 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
   const std::int64_t d = a.n_features;
   const std::int64_t n_trees = a.n_trees();
   Lanes lanes;
-  lanes.calibration = control != nullptr && control->calibration;
+  lanes.calibration = calibrating(control);
   Liveness live;
   std::vector<double> sum, comp, total, skipped;
   std::vector<std::int64_t> failed;
@@ -556,7 +556,7 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
     }
   }
   Lanes lanes;
-  lanes.calibration = control != nullptr && control->calibration;
+  lanes.calibration = calibrating(control);
   Liveness live;
   std::vector<double> sum, comp, total, corr, corr_total, skipped_none, skipped_by, single, pair_values;
   std::vector<std::uint64_t> chosen, cand;
@@ -622,7 +622,7 @@ void greedy_rank_pairs_impl(const Arena& a, const Noise& noise, const double* X,
   // values, then their own second best single feature: the passes it times cost about the same
   // whichever features come first, and on 64 rows of XGBoost(500, depth 8) the grids took a
   // quarter of a second, the sweeps a tenth of the calibration.
-  const bool calibration = control != nullptr && control->calibration;
+  const bool calibration = calibrating(control);
   for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
     const std::int64_t small_set_rows = calibration ? std::min<std::int64_t>(rows, kLanes) : rows;

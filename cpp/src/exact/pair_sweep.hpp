@@ -216,7 +216,7 @@ class PairSweep {
         // no lists: a call whose lists pass the budget keeps them only at its start, and a
         // calibration that timed that start (full lists enumerated and copied to be kept)
         // projected the 16-row ranking of a forest of 30 unbounded trees at 2.2x its time.
-        cache_(a.n_trees(), open_store(a, boxes), control == nullptr || !control->calibration),
+        cache_(a.n_trees(), open_store(a, boxes), !calibrating(control)),
         projections_(a, boxes),
         keep_group_sums_(keep_group_sums()),
         control_(control) {}
@@ -305,7 +305,7 @@ class PairSweep {
     // Each first tree meets its second trees in increasing order (the order of its sums), in
     // whatever tile; a calibration's (RunControl::calibration, results discarded) from halfway
     // through them, wrapping around.
-    const bool from_halfway = control_ != nullptr && control_->calibration;
+    const bool from_halfway = calibrating(control_);
     for_each_first_tile(arena, threads, first_tree_tile(arena.n_trees(), threads),
                         [&](ThreadScratch& scratch, std::int64_t t0, std::int64_t t1) {
                           scratch.first_groups.start_tile(t0);

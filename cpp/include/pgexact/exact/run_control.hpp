@@ -30,6 +30,9 @@ inline bool stopped(const RunControl* control) {
   return control != nullptr && control->stop.load(std::memory_order_relaxed);
 }
 
+// Whether the call is a calibration (RunControl::calibration).
+inline bool calibrating(const RunControl* control) { return control != nullptr && control->calibration; }
+
 // `units` more units of work done.
 inline void advance(RunControl* control, std::int64_t units) {
   if (control != nullptr) control->done.fetch_add(units, std::memory_order_relaxed);
