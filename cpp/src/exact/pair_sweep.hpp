@@ -96,18 +96,18 @@ class PairCache {
   // enumerate).
   ~PairCache() { publish(store_, std::move(kept_), static_cast<std::size_t>(used_.load())); }
 
-  // The pairs of (t, s), s >= t, for chunk c of t's leaves; `keep`: whether a fresh list
-  // should be kept (another sweep follows; else keeping would only copy it, unless the store
-  // takes it for the next call).
-  const PairList& get(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std::int64_t s, std::int32_t c,
-                      bool keep, ThreadScratch& scratch) {
-    if (const PairList* kept = find(t, s, c)) return *kept;
+  // The pairs of (t, s), s >= t, for chunk c of t's leaves, enumerated (the caller found no
+  // kept list): with `live`, only the pairs of its live leaves, never kept; else the full list,
+  // kept where `keep` (another sweep follows; else keeping would only copy it, unless the store
+  // takes it for the next call) and the budget allows.
+  const PairList& enumerate(const Arena& a, const LeafBoxes& boxes, std::int64_t t, std::int64_t s, std::int32_t c,
+                            bool keep, ThreadScratch& scratch, const LiveLeaves* live) {
     const std::int32_t begin = boxes.tree_first[t] + c * kChunkLeaves;
     const std::int32_t end = std::min(boxes.tree_first[t + 1], begin + kChunkLeaves);
     scratch.pairs.clear();
-    enumerate_pairs(a, boxes, t, s, begin, end, scratch.box, scratch.pairs);
+    enumerate_pairs(a, boxes, t, s, begin, end, scratch.box, scratch.pairs, live);
     const PairList& fresh = scratch.pairs;
-    if (!keep && store_.key.empty()) return fresh;
+    if (live != nullptr || (!keep && store_.key.empty())) return fresh;
     const auto bytes = static_cast<std::int64_t>(fresh.bytes() + 128);
     if (used_.fetch_add(bytes) + bytes <= budget_) {
       return kept_[static_cast<std::size_t>(t)].emplace(list_key(s, c), fresh.trimmed()).first->second;
@@ -131,8 +131,8 @@ class PairCache {
   // about 20 GB of lists, and with the budget filled to within a list its greedy steps went on
   // enumerating full lists to keep, for nothing.)
   bool has_room() const { return !full_.load(std::memory_order_relaxed) && used_.load() < budget_; }
-  // Whether get(..., keep) would keep a fresh list: this call's later passes or the store want
-  // it, and the budget has room.
+  // Whether enumerate(..., keep, ..., nullptr) would keep its list: this call's later passes or
+  // the store want it, and the budget has room.
   bool would_keep(bool keep) const { return (keep || !store_.key.empty()) && has_room(); }
   // Whether a later call will want this model's full lists: the model has lists in the store, or
   // a call on it came before (pair_store.hpp). Then even a pass with few live leaves enumerates
@@ -283,19 +283,13 @@ class PairSweep {
         }
       }
       for (std::int32_t chunk = 0; chunk < chunks_of(boxes, t); ++chunk) {
-        const PairList* kept = live != nullptr && !sparse ? cache_.find(t, s, chunk) : nullptr;
-        if (live != nullptr && kept == nullptr &&
-            (sparse || (restricted && !(reused && cache_.has_room())) || !cache_.would_keep(reused))) {
-          const std::int32_t begin = boxes.tree_first[t] + chunk * kChunkLeaves;
-          const std::int32_t end = std::min(boxes.tree_first[t + 1], begin + kChunkLeaves);
-          scratch.pairs.clear();
-          enumerate_pairs(arena, boxes, t, s, begin, end, scratch.box, scratch.pairs, &filter);
-          body(t, scratch.pairs.view(boxes), s == t ? 1.0 : 2.0);
-        } else if (kept != nullptr) {
-          body(t, kept->view(boxes), s == t ? 1.0 : 2.0);
-        } else {
-          body(t, cache_.get(arena, boxes, t, s, chunk, reused, scratch).view(boxes), s == t ? 1.0 : 2.0);
+        const PairList* list = sparse ? nullptr : cache_.find(t, s, chunk);
+        if (list == nullptr) {
+          const bool live_only = live != nullptr && (sparse || (restricted && !(reused && cache_.has_room())) ||
+                                                     !cache_.would_keep(reused));
+          list = &cache_.enumerate(arena, boxes, t, s, chunk, reused, scratch, live_only ? &filter : nullptr);
         }
+        body(t, list->view(boxes), s == t ? 1.0 : 2.0);
         // Per chunk, not per tree pair: a pair of deep trees is up to 10^8 units, and a
         // calibration (pgexact.estimate) watching a few tenths of a second needs to see it move.
         advance(control_, weight * chunk_leaves(t, chunk) * leaves(s));
