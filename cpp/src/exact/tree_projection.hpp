@@ -197,11 +197,15 @@ class GroupSumCache {
   // sums of a tile of 16 CatBoost trees on housing, its 27 C each and 8 vectors of rows, take
   // about 20 MiB for a curve and 45 MiB for a greedy tail (16 sets); at 16 MiB most were summed
   // again per pair (CatBoost(200), 64-row ranking: 4.27 -> 3.89 s at 64 MiB; curves alike or
-  // a little faster). At most 64 MiB a thread and 256 MiB a call, never under the 16 MiB of
+  // a little faster). A tile of 64 such trees (first_tree_tile) takes four times that: at 64
+  // MiB the 64-row ranking of CatBoostRegressor() took 37.2 s, at 128 MiB 35.1 s and at 192
+  // MiB 33.5 s (16 trees a tile and 64 MiB: 36.1 s), but on two threads the call then added
+  // 250 MB more than before, close to the 1 GiB a call may add. Taken as filled, so smaller
+  // calls take less. At most 128 MiB a thread and 256 MiB a call, never under the 16 MiB of
   // the second tree's cache.
   static std::size_t first_tree_chunks(int threads) {
     const std::size_t per_thread = std::size_t{256} / static_cast<std::size_t>(std::max(threads, 1));
-    return std::max<std::size_t>(kDefaultChunks, std::min<std::size_t>(64, per_thread));
+    return std::max<std::size_t>(kDefaultChunks, std::min<std::size_t>(128, per_thread));
   }
   GroupSumCache(const GroupSumCache&) = delete;
   GroupSumCache& operator=(const GroupSumCache&) = delete;
