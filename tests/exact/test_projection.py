@@ -270,6 +270,35 @@ def test_group_sums_kept_across_tree_pairs_change_no_bit(monkeypatch, mode):
     _close(kept[3][:, d:], core_exact.pg2_curve(ens._arena, rows, rk, d, noise, 1, Kernel.reference))
 
 
+@pytest.mark.slow
+def test_tiles_of_many_first_trees_change_no_bit(monkeypatch):
+    """A sweep takes its first trees in tiles of up to 64 (pair_sweep.hpp, first_tree_tile: at
+    least eight tiles a thread), whose group sums it keeps for the tile; the models above have
+    tiles of a few trees. 520 trees: tiles of 64 on one thread, of 32 on two. Curves and the
+    greedy ranking (its steps and tail) have the same bits on both, and with no sums kept; the
+    curve agrees with the leaf pairs unprojected (tested against the reference above)."""
+    _use(monkeypatch, "default")
+    ens, X = _catboost(33, 6, iterations=520)
+    rows = _rows_on_thresholds(ens, X, np.random.default_rng(33), 9)
+    d = ens.n_features
+    noise = _noise(d, 33)
+    R = np.array([np.random.default_rng(70 + i).permutation(d) for i in range(len(rows))], dtype=np.int64)
+    calls = [lambda threads: core_exact.pg2_curve(ens._arena, rows, R, d, noise, threads, Kernel.leaf_pairs),
+             lambda threads: np.column_stack(core_exact.greedy_rank(ens._arena, rows, noise, threads,
+                                                                    Kernel.leaf_pairs))]
+    kept = [call(1) for call in calls]
+    for call, value in zip(calls, kept):
+        np.testing.assert_array_equal(call(2), value)
+    monkeypatch.setenv("PGEXACT_KEEP_GROUP_SUMS", "0")
+    for call, value in zip(calls, kept):
+        np.testing.assert_array_equal(call(1), value)
+    monkeypatch.setenv("PGEXACT_PROJECTION", "0")
+    np.testing.assert_allclose(kept[0], calls[0](2), rtol=1e-12, atol=0)
+    rk = kept[1][:, :d].astype(np.int64)
+    np.testing.assert_allclose(kept[1][:, d:], core_exact.pg2_curve(ens._arena, rows, rk, d, noise, 2,
+                                                                    Kernel.leaf_pairs), rtol=1e-12, atol=0)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_one_row_curves_of_more_than_eight_prefixes(monkeypatch, mode):
     """A one-row curve puts the row's prefixes in the lanes, eight at a time: where the sweep
