@@ -91,7 +91,7 @@ __attribute__((always_inline)) inline void for_each_leaf_live_somewhere(const Pr
 }
 
 // Where one tree's group sums of a pass go: the sweep's kept ones (filled once), or room taken
-// from the pass's own GroupSums. sum/live: [group][set] (a meet reads its groups' sets in turn).
+// from the pass's own GroupSums. sum/live: where GroupSumsLayout puts each group's sets.
 struct TreeSums {
   const vd* sum;
   const std::uint8_t* live;
@@ -194,13 +194,25 @@ __attribute__((always_inline)) inline vd grid_sum(const ProjectedView& pv, const
   return grid_dot(pv, grid_contract(pv, first_cells, in_set, interval_mass, room), second_cells);
 }
 
-// A tree's sums at one of its sets (column `set` of [group][width]) in the order of its grid's
-// cells (cell_group: per cell, its group).
-__attribute__((always_inline)) inline void grid_cells(const vd* sums, std::size_t width, std::size_t set,
-                                                      const std::uint8_t* cell_group, std::int32_t n_cells,
-                                                      vd* cells) {
-  for (std::int32_t x = 0; x < n_cells; ++x) cells[x] = sums[static_cast<std::size_t>(cell_group[x]) * width + set];
-}
+// Where a pass keeps a tree's group sums, group g's at its set index si (a curve's step, a
+// one-row curve's chunk of eight prefixes, a greedy step's S or S + {j}, a tail's S + A): a
+// grid's set by set, in cell order ([set][cell]: a set's sums are the grid's cells in order,
+// which the contraction reads in place; gathering them from [group][set] was about 30 % of the
+// samples of CatBoost(1000)'s 64-row curve, which then took 1.1x less time, and a quarter of
+// its 64-row ranking's tail pass, the ranking 1.09x faster since), the others by group
+// ([group][set]: a meet reads its groups' sets in turn). Live flags, where a pass keeps them,
+// at the same index. A pass takes a group's place once (at) and steps by set_stride.
+struct GroupSumsLayout {
+  const std::uint8_t* cell;  // per group its cell (TreeGrouping::group_cell), null: not a grid
+  std::size_t n_groups, n_sets;
+  std::size_t at(std::int32_t g, std::int32_t si) const {
+    return cell != nullptr ? static_cast<std::size_t>(si) * n_groups + cell[g]
+                           : static_cast<std::size_t>(g) * n_sets + static_cast<std::size_t>(si);
+  }
+  std::size_t set_stride() const { return cell != nullptr ? n_groups : 1; }
+  // A grid's sums at set index si: its cells, in order.
+  std::size_t cells_at(std::int32_t si) const { return static_cast<std::size_t>(si) * n_groups; }
+};
 
 // Per feature c of a grid's C, the lanes whose set S holds it (a factor there), into in_s.
 __attribute__((always_inline)) inline void grid_lanes_holding(const ProjectedGrid& grid, vu S, vi* in_s) {
@@ -231,27 +243,28 @@ __attribute__((always_inline)) inline Word live_in_some_group(const Word* live_s
   return any;
 }
 
-// Per group of a tree's sums (live flags [group][row_width]), the sets i < n_sets (bit i of
-// out[group]) in which some leaf of the group is live: cell_of(i) is set i's cell in the
-// group's row, or -1 where the tree has no sum for it. A meet sums the sets where both its
+// Per group of a tree's sums (live flags at layout.at), the sets i < n_sets (bit i of
+// out[group]) in which some leaf of the group is live: cell_of(i) is the tree's set index of
+// set i, or -1 where the tree has no sum for it. A meet sums the sets where both its
 // groups are (elsewhere it adds an exact zero in every lane), so the flags are read once per
 // group and set, not per meet and set.
 template <typename Word, typename CellOf>
-__attribute__((always_inline)) inline void group_live_sets(const TreeSums& tree, std::int32_t n_groups,
-                                                           std::size_t row_width, std::int32_t n_sets,
-                                                           CellOf&& cell_of, Word* out) {
+__attribute__((always_inline)) inline void group_live_sets(const TreeSums& tree, const GroupSumsLayout& layout,
+                                                           std::int32_t n_sets, CellOf&& cell_of, Word* out) {
+  const auto n_groups = static_cast<std::int32_t>(layout.n_groups);
+  const std::size_t stride = layout.set_stride();
   for (std::int32_t g = 0; g < n_groups; ++g) {
-    const std::uint8_t* live = tree.live + static_cast<std::size_t>(g) * row_width;
+    const std::uint8_t* live = tree.live + layout.at(g, 0);
     Word bits = 0;
     for (std::int32_t i = 0; i < n_sets; ++i) {
-      const std::int32_t cell = cell_of(i);
-      if (cell >= 0) bits |= static_cast<Word>(live[cell] != 0) << i;
+      const std::int32_t si = cell_of(i);
+      if (si >= 0) bits |= static_cast<Word>(live[static_cast<std::size_t>(si) * stride] != 0) << i;
     }
     out[g] = bits;
   }
 }
 
-// Per group and set, A_X(g), and whether some leaf of g is live in X ([group][set]) (or a pair's
+// Per group and set, A_X(g), and whether some leaf of g is live in X (GroupSumsLayout) (or a pair's
 // interval masses, flags unused): on the stack where they fit (a CatBoost tree pair has about
 // 30 groups, a greedy step up to 9 sets on 8 features, a tail 16), else on the heap. Zeroed.
 class GroupSums {
@@ -291,31 +304,13 @@ class GroupSums {
 
 namespace {
 
-// Where a curve keeps a tree's group sums, group g's at its step index si: a grid's by step, in
-// cell order ([step][cell]: a prefix's sums are the grid's cells in order, which the contraction
-// reads in place; gathering them from [group][step] was about 30 % of the samples of
-// CatBoost(1000)'s 64-row curve, which now takes 1.1x less time), the others by group
-// ([group][step]: a meet reads its groups' steps in turn). A one-row curve keeps them so per
-// chunk of eight prefixes (eval_projected_row).
-struct CurveSumsLayout {
-  const std::uint8_t* cell;  // per group its cell (TreeGrouping::group_cell), null: not a grid
-  std::size_t n_groups, n_steps;
-  std::size_t at(std::int32_t g, std::int32_t si) const {
-    return cell != nullptr ? static_cast<std::size_t>(si) * n_groups + cell[g]
-                           : static_cast<std::size_t>(g) * n_steps + static_cast<std::size_t>(si);
-  }
-  std::size_t step_stride() const { return cell != nullptr ? n_groups : 1; }
-  // A grid's sums at step index si: its cells, in order.
-  std::size_t cells_at(std::int32_t si) const { return static_cast<std::size_t>(si) * n_groups; }
-};
-
 // Adds, for the leaves of tree `side` of the pair, each leaf's product at the steps
 // step[0 .. n_step) (prefixes) from its first live one, into out at layout.at(its group, si), in
 // leaf order at each step; group_from[g]: the first step index at which a leaf of group g is
 // added (n_step: none; set by the caller).
 __attribute__((always_inline)) inline void add_leaf_sums(const ProjectedView& pv, int side, const LaneView& lanes,
                                                          int top, const vi* enters, const std::int64_t* step,
-                                                         std::int32_t n_step, const CurveSumsLayout& layout, vd* out,
+                                                         std::int32_t n_step, const GroupSumsLayout& layout, vd* out,
                                                          std::int32_t* group_from) {
   const vd zero = {};
   std::size_t e = 0;
@@ -342,7 +337,7 @@ __attribute__((always_inline)) inline void add_leaf_sums(const ProjectedView& pv
     const std::int32_t g = leaf.group;
     if (from < group_from[g]) group_from[g] = from;
     vd* at_group = out + layout.at(g, 0);
-    const std::size_t stride = layout.step_stride();
+    const std::size_t stride = layout.set_stride();
     for (std::int32_t si = from; si < n_step; ++si) {
       const std::int64_t k = step[si];
       vd a = w;
@@ -401,7 +396,7 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
   std::int64_t step[64];
   const std::int32_t n_summed = list_steps(steps, step);
   const vd zero = {};
-  // Each tree's group sums A(g) at its own steps (CurveSumsLayout): a tree's products and
+  // Each tree's group sums A(g) at its own steps (GroupSumsLayout): a tree's products and
   // liveness change only at its steps, so at any prefix they are those of its last step at or
   // before it, the same operations in the same order. They may come from the sweep's caches
   // (TreeGroupSums), filled by the first pair that needed them. first_from / second_from: per
@@ -418,12 +413,12 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
   vd* local = groups.sum;
   // The sums of tree `side`'s groups at its steps (kept, or summed here), and each group's first
   // live prefix into from[].
-  const CurveSumsLayout first_layout{pv.group_cell[0], static_cast<std::size_t>(pv.groups_first),
+  const GroupSumsLayout first_layout{pv.group_cell[0], static_cast<std::size_t>(pv.groups_first),
                                      static_cast<std::size_t>(n_first_steps)};
-  const CurveSumsLayout second_layout{pv.group_cell[1], static_cast<std::size_t>(pv.groups_second),
+  const GroupSumsLayout second_layout{pv.group_cell[1], static_cast<std::size_t>(pv.groups_second),
                                       static_cast<std::size_t>(n_second_steps)};
   auto tree_sums = [&](TreeGroupSums* kept, int side, const std::int64_t* tree_step, std::int32_t n_tree_steps,
-                       const CurveSumsLayout& layout, std::size_t cells, std::int64_t* from) -> const vd* {
+                       const GroupSumsLayout& layout, std::size_t cells, std::int64_t* from) -> const vd* {
     const auto n_groups = static_cast<std::int32_t>(layout.n_groups);
     std::uint8_t* no_flags = nullptr;
     const bool filled = kept != nullptr && kept->filled;
@@ -469,7 +464,7 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     for (std::int32_t g = 0; g < pv.groups_first; ++g) live_first = std::min(live_first, first_from[g]);
     for (std::int32_t h = 0; h < pv.groups_second; ++h) live_second = std::min(live_second, second_from[h]);
     const std::int64_t live_from = std::max(live_first, live_second);
-    // (Both trees' sums are in cell order, step by step: CurveSumsLayout.)
+    // (Both trees' sums are in cell order, step by step: GroupSumsLayout.)
     const ProjectedGrid& grid = *pv.grid;
     vi in_set[kMaxGridFeatures];
     for (std::int32_t si = live_from == kNeverAlive ? n_summed : summed_index(live_from); si < n_summed; ++si) {
@@ -495,7 +490,7 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
     for (std::int32_t x = 0; x < n; ++x) in_from[x] = enters[feature[x]];
     const vd* first_g = first_sum + first_layout.at(meet.g, 0);
     const vd* second_h = second_sum + second_layout.at(meet.h, 0);
-    const std::size_t first_stride = first_layout.step_stride(), second_stride = second_layout.step_stride();
+    const std::size_t first_stride = first_layout.set_stride(), second_stride = second_layout.set_stride();
     for (std::int32_t si = from; si < n_summed; ++si) {
       vd P = first_g[static_cast<std::size_t>(first_at[si]) * first_stride] *
              second_h[static_cast<std::size_t>(second_at[si]) * second_stride];
@@ -553,8 +548,8 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
     return (vi)load_u(k_lanes);
   };
   // Each tree's group sums and live flags per chunk, kept as a curve keeps them per step
-  // (CurveSumsLayout: a grid's cells in order, chunk by chunk).
-  const CurveSumsLayout layouts[2] = {
+  // (GroupSumsLayout: a grid's cells in order, chunk by chunk).
+  const GroupSumsLayout layouts[2] = {
       {pv.group_cell[0], static_cast<std::size_t>(pv.groups_first), static_cast<std::size_t>(n_chunks)},
       {pv.group_cell[1], static_cast<std::size_t>(pv.groups_second), static_cast<std::size_t>(n_chunks)}};
   auto fill = [&](int side, vd* group_sum, std::uint8_t* group_live) {
@@ -701,9 +696,14 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
   std::uint8_t* local_live = groups.live;
   const vb never = {kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive,
                     kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive};
-  // Tree `side`'s leaves into its sums: [group][set].
+  // Each tree's sums and flags at its sets (0: S, 1 + c: S + {its c-th candidate}).
+  const GroupSumsLayout layouts[2] = {
+      {pv.group_cell[0], static_cast<std::size_t>(pv.groups_first), static_cast<std::size_t>(n_first_cand + 1)},
+      {pv.group_cell[1], static_cast<std::size_t>(pv.groups_second), static_cast<std::size_t>(n_second_cand + 1)}};
+  // Tree `side`'s leaves into its sums (GroupSumsLayout).
   auto fill = [&](int side, const std::int32_t* tree_cand, const std::int32_t* tree_slot_of, std::int32_t n_tree_cand,
                   vd* group_sum, std::uint8_t* group_live) {
+    const GroupSumsLayout& layout = layouts[side];
     for_each_leaf_live_somewhere(pv, side, lanes, [&](const ProjectedLeaf& leaf, std::size_t at, vb code_b,
                                                       std::size_t e) {
       const vu live = (vu)widen<std::int64_t>(code_b != never);
@@ -713,7 +713,7 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
       const std::int32_t n = own_masses(pv, side, lanes, leaf, e, top, D, feature);
       vd a = load_d(lanes.weight + at);  // w times the masses of S's own features, in order
       for (std::int32_t x = 0; x < n; ++x) a = select(((S >> feature[x]) & 1u) != zero_u, a * D[x], a);
-      const std::size_t g = leaf.group;
+      const std::int32_t g = leaf.group;
       // Where some lane has it live (a scalar mask: reductions across lanes per set cost more
       // than the sums): in S and every S + {j} where x leaves it nowhere outside S, in S + {j}
       // alone where only on j (one of the tree's candidates).
@@ -729,11 +729,11 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
         }
       }
       if (live_in_s) live_with = n_tree_cand == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n_tree_cand) - 1;
-      const std::size_t row = g * static_cast<std::size_t>(n_tree_cand + 1);  // the group's sets
+      const std::size_t at_group = layout.at(g, 0), stride = layout.set_stride();  // the group's sets
       if (live_in_s) {
         const vi alive_s = (missing == zero_u) & (vi)live;
-        group_sum[row] += select(alive_s, a, zero);
-        group_live[row] = 1;
+        group_sum[at_group] += select(alive_s, a, zero);
+        group_live[at_group] = 1;
       }
       if (live_with == 0) return;
       // S + {j}: own features j multiply the product in the lanes without j.
@@ -746,7 +746,7 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
       for (std::uint64_t f = live_with; f != 0; f &= f - 1) {
         const std::int32_t c = __builtin_ctzll(f);
         const vi alive = ((missing & ~(vu{} + (std::uint64_t{1} << tree_cand[c]))) == zero_u) & (vi)live;
-        const std::size_t cell = row + static_cast<std::size_t>(c + 1);
+        const std::size_t cell = at_group + static_cast<std::size_t>(c + 1) * stride;
         group_sum[cell] += select(alive, with[c], zero);
         group_live[cell] = 1;
       }
@@ -771,10 +771,8 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
   const bool set_masks = n_sets <= 64;
   std::uint64_t first_live_sets[kMaxProjectedLeaves], second_live_sets[kMaxProjectedLeaves];
   if (set_masks) {
-    group_live_sets(first, pv.groups_first, static_cast<std::size_t>(n_first_cand + 1), n_sets,
-                    [&](std::int32_t si) { return first_set[si]; }, first_live_sets);
-    group_live_sets(second, pv.groups_second, static_cast<std::size_t>(n_second_cand + 1), n_sets,
-                    [&](std::int32_t si) { return second_set[si]; }, second_live_sets);
+    group_live_sets(first, layouts[0], n_sets, [&](std::int32_t si) { return first_set[si]; }, first_live_sets);
+    group_live_sets(second, layouts[1], n_sets, [&](std::int32_t si) { return second_set[si]; }, second_live_sets);
   }
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   const bool grid = pv.grid != nullptr && set_masks;
@@ -787,19 +785,15 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
     const ProjectedGrid& grid_of = *pv.grid;
     vi in_s[kMaxGridFeatures];  // the lanes whose S holds C's c-th feature
     grid_lanes_holding(grid_of, S, in_s);
-    vd first_cells[kMaxProjectedLeaves], second_cells[kMaxProjectedLeaves];
+    // (Both trees' sums are in cell order, set by set: GroupSumsLayout.)
     vd room_s[2][kMaxGridTensor], room[2][kMaxGridTensor];
     const vd* contracted_s = nullptr;
-    const std::size_t first_width = static_cast<std::size_t>(n_first_cand + 1);
-    const std::size_t second_width = static_cast<std::size_t>(n_second_cand + 1);
     for (std::uint64_t f = live; f != 0; f &= f - 1) {
       const std::int32_t si = __builtin_ctzll(f);
-      grid_cells(second.sum, second_width, static_cast<std::size_t>(second_set[si]), pv.grid_second_group,
-                 pv.groups_second, second_cells);
+      const vd* second_cells = second.sum + layouts[1].cells_at(second_set[si]);
       if (first_set[si] == 0) {
         if (contracted_s == nullptr) {
-          grid_cells(first.sum, first_width, 0, pv.grid_first_group, pv.groups_first, first_cells);
-          contracted_s = grid_contract(pv, first_cells, in_s, intervals.sum, room_s);
+          contracted_s = grid_contract(pv, first.sum + layouts[0].cells_at(0), in_s, intervals.sum, room_s);
         }
         value[si] = grid_dot(pv, contracted_s, second_cells);
         continue;
@@ -808,12 +802,12 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
       vi in_x[kMaxGridFeatures];
       const vi every = ~vi{};  // all lanes
       for (std::int32_t c = 0; c < grid_of.n_shared; ++c) in_x[c] = grid_of.feature[c] == j ? every : in_s[c];
-      grid_cells(first.sum, first_width, static_cast<std::size_t>(first_set[si]), pv.grid_first_group,
-                 pv.groups_first, first_cells);
+      const vd* first_cells = first.sum + layouts[0].cells_at(first_set[si]);
       value[si] = grid_dot(pv, grid_contract(pv, first_cells, in_x, intervals.sum, room), second_cells);
     }
   }
   std::size_t m = 0;
+  const std::size_t first_stride = layouts[0].set_stride(), second_stride = layouts[1].set_stride();
   for (std::size_t q = 0; q < pv.n_meets && !grid; ++q) {
     const ProjectedMeet& meet = pv.meets[q];
     const std::uint64_t live = set_masks ? first_live_sets[meet.g] & second_live_sets[meet.h] : ~std::uint64_t{0};
@@ -833,13 +827,12 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
       const std::int32_t c = slot_of[feature[x]];
       if (c >= 0) extra[c] = select(((S >> feature[x]) & 1u) == zero_u, D[x], one);
     }
-    // The two groups' sets (their sums are [group][set]).
-    const std::size_t first_row = static_cast<std::size_t>(meet.g) * static_cast<std::size_t>(n_first_cand + 1);
-    const std::size_t second_row = static_cast<std::size_t>(meet.h) * static_cast<std::size_t>(n_second_cand + 1);
+    // The two groups' sums and flags at the pair's set si (GroupSumsLayout).
+    const std::size_t first_g = layouts[0].at(meet.g, 0), second_h = layouts[1].at(meet.h, 0);
+    auto at_g = [&](std::int32_t si) { return first_g + static_cast<std::size_t>(first_set[si]) * first_stride; };
+    auto at_h = [&](std::int32_t si) { return second_h + static_cast<std::size_t>(second_set[si]) * second_stride; };
     auto add_set = [&](std::int32_t si) {
-      const std::size_t at_g = first_row + static_cast<std::size_t>(first_set[si]);
-      const std::size_t at_h = second_row + static_cast<std::size_t>(second_set[si]);
-      vd P = first.sum[at_g] * second.sum[at_h];
+      vd P = first.sum[at_g(si)] * second.sum[at_h(si)];
       if (si == 0) {  // S: the set pass's product, in order
         for (std::int32_t x = 0; x < n; ++x) P = select(((S >> feature[x]) & 1u) != zero_u, P * D[x], P);
       } else {
@@ -851,10 +844,7 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
       for (std::uint64_t f = live; f != 0; f &= f - 1) add_set(__builtin_ctzll(f));
     } else {
       for (std::int32_t si = 0; si < n_sets; ++si) {
-        if (first.live[first_row + static_cast<std::size_t>(first_set[si])] &&
-            second.live[second_row + static_cast<std::size_t>(second_set[si])]) {
-          add_set(si);
-        }
+        if (first.live[at_g(si)] && second.live[at_h(si)]) add_set(si);
       }
     }
   }
@@ -914,8 +904,13 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
       }
     }
   };
-  // Tree `side`'s leaves into its sums [group][A], for the subsets A of its candidates.
+  // Each tree's sums and flags at the subsets A (GroupSumsLayout, set index A).
+  const GroupSumsLayout layouts[2] = {
+      {pv.group_cell[0], static_cast<std::size_t>(pv.groups_first), static_cast<std::size_t>(n_sets)},
+      {pv.group_cell[1], static_cast<std::size_t>(pv.groups_second), static_cast<std::size_t>(n_sets)}};
+  // Tree `side`'s leaves into its sums, for the subsets A of its candidates.
   auto fill = [&](int side, std::int32_t tree_relevant, vd* group_sum, std::uint8_t* group_live) {
+    const GroupSumsLayout& layout = layouts[side];
     for_each_leaf_live_somewhere(pv, side, lanes, [&](const ProjectedLeaf& leaf, std::size_t at, vb need_b,
                                                       std::size_t e) {
       const vi need = widen<std::int64_t>(need_b);  // the subset of candidates it needs
@@ -932,14 +927,14 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
       for (std::int32_t x = 0; x < n; ++x) a = select(((S >> feature[x]) & 1u) != zero_u, a * D[x], a);
       vd q[kMaxTailCandidates];
       candidate_factors(D, feature, n, q);
-      const std::size_t g = leaf.group;
+      const std::size_t at_group = layout.at(leaf.group, 0), stride = layout.set_stride();  // the group's sets
       vd Q[1 << kMaxTailCandidates];
       Q[0] = one;
       for (std::int32_t A = 0; A < n_sets; ++A) {
         if (A > 0) Q[A] = Q[A & (A - 1)] * q[__builtin_ctz(static_cast<unsigned>(A))];
         if ((A & ~tree_relevant) != 0 || ((live_in >> A) & 1u) == 0) continue;
         const vi alive = (need & ~static_cast<std::int64_t>(A)) == 0;
-        const std::size_t cell = g * static_cast<std::size_t>(n_sets) + static_cast<std::size_t>(A);  // [group][set]
+        const std::size_t cell = at_group + static_cast<std::size_t>(A) * stride;
         group_sum[cell] += select(alive, A == 0 ? a : a * Q[A], zero);
         group_live[cell] = 1;
       }
@@ -963,10 +958,8 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
   auto cell_in = [&](std::int32_t tree_relevant) {
     return [=](std::int32_t A) { return (A & ~relevant) == 0 ? (A & tree_relevant) : -1; };
   };
-  group_live_sets(first, pv.groups_first, static_cast<std::size_t>(n_sets), n_sets, cell_in(first_relevant),
-                  first_live_sets);
-  group_live_sets(second, pv.groups_second, static_cast<std::size_t>(n_sets), n_sets, cell_in(second_relevant),
-                  second_live_sets);
+  group_live_sets(first, layouts[0], n_sets, cell_in(first_relevant), first_live_sets);
+  group_live_sets(second, layouts[1], n_sets, cell_in(second_relevant), second_live_sets);
   if (pv.grid != nullptr) {
     // Grids: each set S + A the tree pair has live contracted (grid_sum). The contraction depends
     // on the first tree's sums and C's factors only, so on A's candidates the first tree splits
@@ -974,8 +967,8 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
     // candidates the second tree alone splits on (the same bits as contracting again).
     const std::uint32_t live = live_in_some_group(first_live_sets, pv.groups_first) &
                                live_in_some_group(second_live_sets, pv.groups_second);
+    // (Both trees' sums are in cell order, set by set: GroupSumsLayout.)
     const ProjectedGrid& grid = *pv.grid;
-    vd first_cells[kMaxProjectedLeaves], second_cells[kMaxProjectedLeaves];
     vd room[2][kMaxGridTensor];
     const std::int32_t second_only = relevant & ~first_relevant;
     for (std::int32_t K = 0; K < n_sets; ++K) {
@@ -993,18 +986,15 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
       }
       vi in_x[kMaxGridFeatures];
       grid_lanes_holding(grid, with, in_x);
-      grid_cells(first.sum, static_cast<std::size_t>(n_sets), static_cast<std::size_t>(K), pv.grid_first_group,
-                 pv.groups_first, first_cells);
-      const vd* contracted = grid_contract(pv, first_cells, in_x, intervals.sum, room);
+      const vd* contracted = grid_contract(pv, first.sum + layouts[0].cells_at(K), in_x, intervals.sum, room);
       for (std::uint32_t f = sets_of_K; f != 0; f &= f - 1) {
         const std::int32_t A = __builtin_ctz(f);
-        grid_cells(second.sum, static_cast<std::size_t>(n_sets), static_cast<std::size_t>(A & second_relevant),
-                   pv.grid_second_group, pv.groups_second, second_cells);
-        value[A] = grid_dot(pv, contracted, second_cells);
+        value[A] = grid_dot(pv, contracted, second.sum + layouts[1].cells_at(A & second_relevant));
       }
     }
   }
   std::size_t m = 0;
+  const std::size_t first_stride = layouts[0].set_stride(), second_stride = layouts[1].set_stride();
   for (std::size_t qi = 0; qi < pv.n_meets && pv.grid == nullptr; ++qi) {
     const ProjectedMeet& meet = pv.meets[qi];
     const std::uint32_t live = first_live_sets[meet.g] & second_live_sets[meet.h];
@@ -1022,12 +1012,11 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
     candidate_factors(D, feature, n, q);
     Q[0] = one;
     for (std::int32_t B = 1; B < n_sets; ++B) Q[B] = Q[B & (B - 1)] * q[__builtin_ctz(static_cast<unsigned>(B))];
-    const std::size_t first_row = static_cast<std::size_t>(meet.g) * static_cast<std::size_t>(n_sets);
-    const std::size_t second_row = static_cast<std::size_t>(meet.h) * static_cast<std::size_t>(n_sets);
+    const std::size_t first_g = layouts[0].at(meet.g, 0), second_h = layouts[1].at(meet.h, 0);
     for (std::uint32_t f = live; f != 0; f &= f - 1) {
       const std::int32_t A = __builtin_ctz(f);
-      vd P = first.sum[first_row + static_cast<std::size_t>(A & first_relevant)] *
-             second.sum[second_row + static_cast<std::size_t>(A & second_relevant)];
+      vd P = first.sum[first_g + static_cast<std::size_t>(A & first_relevant) * first_stride] *
+             second.sum[second_h + static_cast<std::size_t>(A & second_relevant) * second_stride];
       if (A == 0) {  // S: the set pass's product, in order
         for (std::int32_t x = 0; x < n; ++x) P = select(((S >> feature[x]) & 1u) != zero_u, P * D[x], P);
       } else {

@@ -64,7 +64,7 @@ struct TreeGrouping {
   // on C only by the special values their paths admit, or a tree that is not oblivious).
   std::vector<std::uint8_t> cell_group;
   // Per group, its cell where the groups are a full grid (the inverse of cell_group), else empty:
-  // a curve keeps a grid's sums in cell order (projected_pass.cpp, CurveSumsLayout).
+  // a pass keeps a grid's sums in cell order (projected_pass.cpp, GroupSumsLayout).
   std::vector<std::uint8_t> group_cell;
   std::int32_t n_groups() const { return static_cast<std::int32_t>(representative.size()); }
   std::size_t bytes() const {
@@ -120,8 +120,6 @@ struct ProjectedPlan {
     v.shared = shared;
     if (grid.n_shared > 0) {
       v.grid = &grid;
-      v.grid_first_group = first->cell_group.data();
-      v.grid_second_group = second->cell_group.data();
       v.grid_factors = grid_factors.data();
     }
     return v;

@@ -173,8 +173,11 @@ struct TreeGroupSums {
   // Curves: per group, the first step at which a leaf of it is live in some lane (kNeverAlive:
   // none).
   std::int8_t first_live[kMaxProjectedLeaves];
-  double* sums = nullptr;        // [group][set][lane]
-  // Greedy steps and tails: [group][set], whether a leaf of the group is live in some lane.
+  // Per group and set (projected_pass.cpp's GroupSumsLayout: a grid's set by set in cell order,
+  // else group by group), a lane vector.
+  double* sums = nullptr;
+  // Greedy steps and tails: per group and set (the same places), whether a leaf of the group is
+  // live in some lane.
   std::uint8_t* live = nullptr;
 };
 namespace pairs {
@@ -203,9 +206,7 @@ struct ProjectedView {
   // Where set, the two trees' groups are grids and every pass sums them so (ProjectedGrid)
   // instead of the meets (which the plan then has dropped: n_meets 0).
   const ProjectedGrid* grid = nullptr;
-  const std::uint8_t* grid_first_group = nullptr;   // per cell of the first grid (row-major over C): its group
-  const std::uint8_t* grid_second_group = nullptr;  // and of the second
-  const GridFactor* grid_factors = nullptr;         // the nonzero factors, feature by feature
+  const GridFactor* grid_factors = nullptr;  // the nonzero factors, feature by feature
   std::uint64_t features = 0;  // every feature either tree splits on: only they change the pair's value
   std::uint64_t first_features = 0, second_features = 0;  // those the first tree splits on, the second
   // Where set (curves and sets in a sweep), each tree's group sums for this vector of rows,
