@@ -91,10 +91,12 @@ __attribute__((always_inline)) inline void for_each_leaf_live_somewhere(const Pr
 }
 
 // Where one tree's group sums of a pass go: the sweep's kept ones (filled once), or room taken
-// from the pass's own GroupSums. sum/live: where GroupSumsLayout puts each group's sets.
+// from the pass's own GroupSums. sum/live: where GroupSumsLayout puts each group's sets;
+// live_sets: the tree's sets (bit si) in which some group is live (greedy steps and tails).
 struct TreeSums {
   const vd* sum;
   const std::uint8_t* live;
+  std::uint64_t live_sets;
 };
 // Asks for the first tree's kept sums (`cells` lane vectors) ahead of their reads, where filled
 // already. They come back from memory: a tile's kept sums are tens of MB (CatBoost(1000): 16
@@ -110,11 +112,13 @@ __attribute__((always_inline)) inline void prefetch_kept(const TreeGroupSums* ke
 
 // Calls fill(sum, live) to compute the sums of `cells` cells (zeroed first; and their live
 // flags, where the pass keeps them: local_live not null), unless `kept` has them already;
-// returns where they are.
+// returns where they are, and the sets fill returned live (kept with the sums).
 template <typename Fill>
 __attribute__((always_inline)) inline TreeSums tree_sums_of(TreeGroupSums* kept, std::size_t cells, vd*& local,
                                                             std::uint8_t*& local_live, Fill&& fill) {
-  if (kept != nullptr && kept->filled) return TreeSums{reinterpret_cast<const vd*>(kept->sums), kept->live};
+  if (kept != nullptr && kept->filled) {
+    return TreeSums{reinterpret_cast<const vd*>(kept->sums), kept->live, kept->live_sets};
+  }
   vd* sum = local;
   std::uint8_t* live = local_live;
   if (kept != nullptr) {
@@ -127,9 +131,12 @@ __attribute__((always_inline)) inline TreeSums tree_sums_of(TreeGroupSums* kept,
     local += cells;
     if (local_live != nullptr) local_live += cells;
   }
-  fill(sum, live);
-  if (kept != nullptr) kept->filled = true;
-  return TreeSums{sum, live};
+  const std::uint64_t live_sets = fill(sum, live);
+  if (kept != nullptr) {
+    kept->filled = true;
+    kept->live_sets = live_sets;
+  }
+  return TreeSums{sum, live, live_sets};
 }
 
 // The first half of V for a projected pair whose groups are grids (ProjectedGrid): the first
@@ -233,14 +240,6 @@ __attribute__((always_inline)) inline void grid_lanes_entered(const ProjectedGri
     const std::int32_t j = grid.feature[c];
     in_set[c] = j < top ? (enters[j] <= k) : never;
   }
-}
-
-// The sets in which some group of a tree is live: the union of group_live_sets' bits.
-template <typename Word>
-__attribute__((always_inline)) inline Word live_in_some_group(const Word* live_sets, std::int32_t n_groups) {
-  Word any = 0;
-  for (std::int32_t g = 0; g < n_groups; ++g) any |= live_sets[g];
-  return any;
 }
 
 // Per group of a tree's sums (live flags at layout.at), the sets i < n_sets (bit i of
@@ -430,6 +429,7 @@ void eval_projected(const ProjectedView& pv, const LaneView& lanes, const CurveS
         from[g] = from_index[g] == n_tree_steps ? kNeverAlive : tree_step[from_index[g]];
         if (kept != nullptr) kept->first_live[g] = static_cast<std::int8_t>(from[g]);
       }
+      return std::uint64_t{0};
     });
     if (filled) {
       for (std::int32_t g = 0; g < n_groups; ++g) from[g] = kept->first_live[g];
@@ -593,10 +593,15 @@ void eval_projected_row(const ProjectedView& pv, const LaneView& lanes, const Cu
   vd* local = groups.sum;
   std::uint8_t* local_live = groups.live;
   prefetch_kept(pv.first_sums, first_cells);
-  const TreeSums first = tree_sums_of(pv.first_sums, first_cells, local, local_live,
-                                      [&](vd* sums, std::uint8_t* live) { fill(0, sums, live); });
-  const TreeSums second = tree_sums_of(pv.second_sums, second_cells, local, local_live,
-                                       [&](vd* sums, std::uint8_t* live) { fill(1, sums, live); });
+  const TreeSums first = tree_sums_of(pv.first_sums, first_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
+    fill(0, sums, live);
+    return std::uint64_t{0};
+  });
+  const TreeSums second =
+      tree_sums_of(pv.second_sums, second_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
+        fill(1, sums, live);
+        return std::uint64_t{0};
+      });
   double value[64];
   // Grids: each interval's mass (lane 0's) in every lane, once.
   GroupSums interval_mass(pv.grid != nullptr ? pv.n_intervals : 0);
@@ -700,10 +705,12 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
   const GroupSumsLayout layouts[2] = {
       {pv.group_cell[0], static_cast<std::size_t>(pv.groups_first), static_cast<std::size_t>(n_first_cand + 1)},
       {pv.group_cell[1], static_cast<std::size_t>(pv.groups_second), static_cast<std::size_t>(n_second_cand + 1)}};
-  // Tree `side`'s leaves into its sums (GroupSumsLayout).
+  // Tree `side`'s leaves into its sums (GroupSumsLayout); returns the tree's sets in which some
+  // group is live (bit si: 0 for S, 1 + c for S + {its c-th candidate}; up to 64 candidates).
   auto fill = [&](int side, const std::int32_t* tree_cand, const std::int32_t* tree_slot_of, std::int32_t n_tree_cand,
                   vd* group_sum, std::uint8_t* group_live) {
     const GroupSumsLayout& layout = layouts[side];
+    std::uint64_t live_sets = 0;
     for_each_leaf_live_somewhere(pv, side, lanes, [&](const ProjectedLeaf& leaf, std::size_t at, vb code_b,
                                                       std::size_t e) {
       const vu live = (vu)widen<std::int64_t>(code_b != never);
@@ -734,6 +741,7 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
         const vi alive_s = (missing == zero_u) & (vi)live;
         group_sum[at_group] += select(alive_s, a, zero);
         group_live[at_group] = 1;
+        live_sets |= 1u;
       }
       if (live_with == 0) return;
       // S + {j}: own features j multiply the product in the lanes without j.
@@ -749,16 +757,18 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
         const std::size_t cell = at_group + static_cast<std::size_t>(c + 1) * stride;
         group_sum[cell] += select(alive, with[c], zero);
         group_live[cell] = 1;
+        if (c < 63) live_sets |= std::uint64_t{2} << c;
       }
     });
+    return live_sets;
   };
   prefetch_kept(pv.first_sums, first_cells);
   const TreeSums first = tree_sums_of(pv.first_sums, first_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
-    fill(0, first_cand, first_slot_of, n_first_cand, sums, live);
+    return fill(0, first_cand, first_slot_of, n_first_cand, sums, live);
   });
   const TreeSums second =
       tree_sums_of(pv.second_sums, second_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
-        fill(1, second_cand, second_slot_of, n_second_cand, sums, live);
+        return fill(1, second_cand, second_slot_of, n_second_cand, sums, live);
       });
   GroupSums intervals(pv.n_intervals);
   interval_masses(pv, lanes, intervals.sum);
@@ -769,19 +779,23 @@ void eval_projected_greedy(const ProjectedView& pv, const LaneView& lanes, const
   // CatBoost(200)). More sets than bits (64 candidates, only on trees that are not oblivious):
   // every set, flags per meet.
   const bool set_masks = n_sets <= 64;
+  const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
+  const bool grid = pv.grid != nullptr && set_masks;
   std::uint64_t first_live_sets[kMaxProjectedLeaves], second_live_sets[kMaxProjectedLeaves];
-  if (set_masks) {
+  if (set_masks && !grid) {
     group_live_sets(first, layouts[0], n_sets, [&](std::int32_t si) { return first_set[si]; }, first_live_sets);
     group_live_sets(second, layouts[1], n_sets, [&](std::int32_t si) { return second_set[si]; }, second_live_sets);
   }
-  const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
-  const bool grid = pv.grid != nullptr && set_masks;
   if (grid) {
     // Grids: each set the tree pair has live contracted (grid_sum), S's contraction shared by
     // the S + {j} whose j the first tree does not split on (its sums and C's factors are S's:
-    // the same bits as contracting again). S's value is the set pass's, bit for bit.
-    const std::uint64_t live = live_in_some_group(first_live_sets, pv.groups_first) &
-                               live_in_some_group(second_live_sets, pv.groups_second);
+    // the same bits as contracting again). S's value is the set pass's, bit for bit. The sets
+    // live in both trees, from their sets live in some group (kept with the sums: reading every
+    // group's flags per pair was a sixth of this pass on CatBoost(1000)'s 64-row ranking).
+    std::uint64_t live = 0;
+    for (std::int32_t si = 0; si < n_sets; ++si) {
+      live |= ((first.live_sets >> first_set[si]) & (second.live_sets >> second_set[si]) & 1u) << si;
+    }
     const ProjectedGrid& grid_of = *pv.grid;
     vi in_s[kMaxGridFeatures];  // the lanes whose S holds C's c-th feature
     grid_lanes_holding(grid_of, S, in_s);
@@ -908,9 +922,11 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
   const GroupSumsLayout layouts[2] = {
       {pv.group_cell[0], static_cast<std::size_t>(pv.groups_first), static_cast<std::size_t>(n_sets)},
       {pv.group_cell[1], static_cast<std::size_t>(pv.groups_second), static_cast<std::size_t>(n_sets)}};
-  // Tree `side`'s leaves into its sums, for the subsets A of its candidates.
+  // Tree `side`'s leaves into its sums, for the subsets A of its candidates; returns the sets A
+  // in which some group is live (bit A).
   auto fill = [&](int side, std::int32_t tree_relevant, vd* group_sum, std::uint8_t* group_live) {
     const GroupSumsLayout& layout = layouts[side];
+    std::uint64_t live_sets = 0;
     for_each_leaf_live_somewhere(pv, side, lanes, [&](const ProjectedLeaf& leaf, std::size_t at, vb need_b,
                                                       std::size_t e) {
       const vi need = widen<std::int64_t>(need_b);  // the subset of candidates it needs
@@ -937,16 +953,18 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
         const std::size_t cell = at_group + static_cast<std::size_t>(A) * stride;
         group_sum[cell] += select(alive, A == 0 ? a : a * Q[A], zero);
         group_live[cell] = 1;
+        live_sets |= std::uint64_t{1} << A;
       }
     });
+    return live_sets;
   };
   prefetch_kept(pv.first_sums, first_cells);
   const TreeSums first = tree_sums_of(pv.first_sums, first_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
-    fill(0, first_relevant, sums, live);
+    return fill(0, first_relevant, sums, live);
   });
   const TreeSums second =
       tree_sums_of(pv.second_sums, second_cells, local, local_live, [&](vd* sums, std::uint8_t* live) {
-        fill(1, second_relevant, sums, live);
+        return fill(1, second_relevant, sums, live);
       });
   GroupSums intervals(pv.n_intervals);
   interval_masses(pv, lanes, intervals.sum);
@@ -958,15 +976,22 @@ void eval_projected_tail(const ProjectedView& pv, const LaneView& lanes, const T
   auto cell_in = [&](std::int32_t tree_relevant) {
     return [=](std::int32_t A) { return (A & ~relevant) == 0 ? (A & tree_relevant) : -1; };
   };
-  group_live_sets(first, layouts[0], n_sets, cell_in(first_relevant), first_live_sets);
-  group_live_sets(second, layouts[1], n_sets, cell_in(second_relevant), second_live_sets);
-  if (pv.grid != nullptr) {
+  if (pv.grid == nullptr) {
+    group_live_sets(first, layouts[0], n_sets, cell_in(first_relevant), first_live_sets);
+    group_live_sets(second, layouts[1], n_sets, cell_in(second_relevant), second_live_sets);
+  } else {
     // Grids: each set S + A the tree pair has live contracted (grid_sum). The contraction depends
     // on the first tree's sums and C's factors only, so on A's candidates the first tree splits
     // on (C is among them): one per K = A & first_relevant, shared by the sets that add only
-    // candidates the second tree alone splits on (the same bits as contracting again).
-    const std::uint32_t live = live_in_some_group(first_live_sets, pv.groups_first) &
-                               live_in_some_group(second_live_sets, pv.groups_second);
+    // candidates the second tree alone splits on (the same bits as contracting again). The
+    // sets live in both trees, from their sets live in some group (kept with the sums).
+    std::uint32_t live = 0;
+    for (std::int32_t A = 0; A < n_sets; ++A) {
+      if ((A & ~relevant) != 0) continue;
+      live |= static_cast<std::uint32_t>((first.live_sets >> (A & first_relevant)) &
+                                         (second.live_sets >> (A & second_relevant)) & 1u)
+              << A;
+    }
     // (Both trees' sums are in cell order, set by set: GroupSumsLayout.)
     const ProjectedGrid& grid = *pv.grid;
     vd room[2][kMaxGridTensor];

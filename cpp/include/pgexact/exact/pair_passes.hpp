@@ -177,8 +177,9 @@ struct TreeGroupSums {
   // else group by group), a lane vector.
   double* sums = nullptr;
   // Greedy steps and tails: per group and set (the same places), whether a leaf of the group is
-  // live in some lane.
+  // live in some lane; and the sets in which some group is (bit per set of the tree).
   std::uint8_t* live = nullptr;
+  std::uint64_t live_sets = 0;
 };
 namespace pairs {
 class GroupSumCache;
