@@ -164,6 +164,64 @@ def test_rows_fill_the_lanes_in_any_order(xgb_model, monkeypatch, threads):
     _close(values["1"][2], core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.reference))
 
 
+@pytest.mark.parametrize("table_masses", ["0", "1"])
+@pytest.mark.parametrize("block", [None, "24"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_two_vectors_per_walk_give_the_same_bits(xgb_model, monkeypatch, table_masses, block, threads):
+    """With AVX-512 a curve and a set walk each tree pair's leaf pairs once for two vectors of
+    rows (PairPasses::curve_pair, set_pair): the same bits as one vector at a time
+    (PGEXACT_CURVE_PAIRS=0), for per-row rankings and masks (the two vectors' rows need
+    different pairs), one ranking or mask for all, a short ranking, NaN, a feature the noise
+    leaves alone, blocks of three vectors (a pair of vectors, then one alone) and of six, slot
+    masses kept or read from the tables. Where the CPU has no AVX-512 both take one vector at a
+    time (the levels are compared in test_every_simd_build_gives_the_same_bits)."""
+    ens, X = xgb_model
+    d = ens.n_features
+    monkeypatch.setenv("PGEXACT_TABLE_MASSES", table_masses)
+    if block is not None:
+        monkeypatch.setenv("PGEXACT_BLOCK_ROWS", block)
+    rng = np.random.default_rng(23)
+    rows = X[rng.permutation(len(X))[:45]].copy()
+    rows[[3, 40], 1] = np.nan
+    base = _noise(d, 17)
+    family = base.family.copy()
+    family[4] = 4  # Fixed: never perturbed
+    noise = Perturbation(base.sigma, family)
+    R = np.array([rng.permutation(d) for _ in range(len(rows))], dtype=np.int64)
+    masks = (rng.random((len(rows), d)) < 0.6).astype(np.uint8)
+    # Vectors whose rows perturb different features: in the caller's order (PGEXACT_ROW_ORDER=0)
+    # a vector is eight rows in a row; alternate vectors take features {0, 3, 5} and {1, 2, 3}
+    # (the model splits on 0, 1 and 2 most), their rankings those first. The rows without NaN:
+    # a row whose NaN leaves it two features goes to their grid, and the rows left would
+    # no longer keep to their vectors.
+    clean = np.nan_to_num(rows)
+    vector = (np.arange(len(rows)) // 8 % 2)[:, None]
+    apart_masks = np.where(vector == 0, np.isin(np.arange(d), [0, 3, 5]),
+                           np.isin(np.arange(d), [1, 2, 3])).astype(np.uint8)
+    apart_R = np.where(vector == 0, [0, 3, 4, 1, 2, 5], [1, 2, 5, 0, 3, 4]).astype(np.int64)
+    values = {}
+    for paired in ("0", "1"):
+        monkeypatch.setenv("PGEXACT_CURVE_PAIRS", paired)
+        monkeypatch.delenv("PGEXACT_ROW_ORDER", raising=False)
+        values[paired] = [
+            core_exact.pg2_curve(ens._arena, rows, R, d, noise, threads, Kernel.leaf_pairs),
+            core_exact.pg2_curve(ens._arena, rows, R[5], d, noise, threads, Kernel.leaf_pairs),
+            core_exact.pg2_curve(ens._arena, rows, R, 3, noise, threads, Kernel.leaf_pairs),
+            core_exact.pg2(ens._arena, rows, np.ones(d, np.uint8), noise, threads, Kernel.leaf_pairs),
+            core_exact.pg2(ens._arena, rows, masks, noise, threads, Kernel.leaf_pairs),
+        ]
+        monkeypatch.setenv("PGEXACT_ROW_ORDER", "0")
+        values[paired] += [
+            core_exact.pg2(ens._arena, clean, apart_masks, noise, threads, Kernel.leaf_pairs),
+            core_exact.pg2_curve(ens._arena, clean, apart_R, 3, noise, threads, Kernel.leaf_pairs),
+        ]
+    for one_at_a_time, two in zip(values["0"], values["1"]):
+        np.testing.assert_array_equal(two, one_at_a_time)
+    _close(values["1"][5], core_exact.pg2(ens._arena, clean, apart_masks, noise, 1, Kernel.reference))
+    _close(values["1"][0], core_exact.pg2_curve(ens._arena, rows, R, d, noise, 1, Kernel.reference))
+    _close(values["1"][4], core_exact.pg2(ens._arena, rows, masks, noise, 1, Kernel.reference))
+
+
 @pytest.mark.parametrize("cap", [None, 8, 24, 64, 200])
 def test_a_long_call_goes_in_equal_blocks(xgb_model, monkeypatch, cap):
     """A call past one block's budget goes in as few blocks as the budget allows, of equal size

@@ -137,6 +137,15 @@ inline void set_pass(const PairPasses& p, const ProjectedView& view, const LaneV
   // A set is a curve of one prefix.
   p.projected(with_curve_sums(view, lanes, 1), lanes, CurveSets{sets}, 1, mult, sum, comp);
 }
+// Vectors v and v + 1 of a set, as curve_pass_pair.
+inline void set_pass_pair(const PairPasses& p, const PairView& view, const LaneView* lanes,
+                          const std::uint64_t* const* sets, double mult, double* const* sum, double* const* comp) {
+  p.set_pair(view, lanes, sets, mult, sum, comp);
+}
+inline void set_pass_pair(const PairPasses& p, const ProjectedView& view, const LaneView* lanes,
+                          const std::uint64_t* const* sets, double mult, double* const* sum, double* const* comp) {
+  for (int x = 0; x < 2; ++x) set_pass(p, view, lanes[x], sets[x], mult, sum[x], comp[x]);
+}
 inline void curve_pass(const PairPasses& p, const PairView& view, const LaneView& lanes, const CurveSets& c,
                        std::int64_t n_steps, double mult, double* sum, double* comp) {
   p.curve(view, lanes, c, n_steps, mult, sum, comp);
@@ -144,6 +153,17 @@ inline void curve_pass(const PairPasses& p, const PairView& view, const LaneView
 inline void curve_pass(const PairPasses& p, const ProjectedView& view, const LaneView& lanes, const CurveSets& c,
                        std::int64_t n_steps, double mult, double* sum, double* comp) {
   p.projected(with_curve_sums(view, lanes, n_steps), lanes, c, n_steps, mult, sum, comp);
+}
+// Vectors v and v + 1 of a curve: one walk of a tree pair's leaf pairs for both
+// (PairPasses::curve_pair, the same bits as two); a projected pair takes them one after the
+// other.
+inline void curve_pass_pair(const PairPasses& p, const PairView& view, const LaneView* lanes, const CurveSets* c,
+                            std::int64_t n_steps, double mult, double* const* sum, double* const* comp) {
+  p.curve_pair(view, lanes, c, n_steps, mult, sum, comp);
+}
+inline void curve_pass_pair(const PairPasses& p, const ProjectedView& view, const LaneView* lanes, const CurveSets* c,
+                            std::int64_t n_steps, double mult, double* const* sum, double* const* comp) {
+  for (int x = 0; x < 2; ++x) curve_pass(p, view, lanes[x], c[x], n_steps, mult, sum[x], comp[x]);
 }
 inline void curve_row_pass(const PairPasses& p, const PairView& view, const LaneView& lanes, const CurveSets& c,
                            std::int64_t n_steps, double mult, double* sum, double* comp) {
@@ -192,6 +212,8 @@ void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::in
   std::vector<std::uint64_t> sets;
   const std::int64_t block = pg2_block_rows(a, boxes, n_rows);
   sweep.plan_sweeps((n_rows + block - 1) / block, block_vectors(block, n_rows));
+  // Two vectors of rows per walk of a tree pair's leaf pairs, as in curves (pg2_curve_pairs_impl).
+  const bool paired_vectors = sweep.passes.set_pair != nullptr && env_switch("PGEXACT_CURVE_PAIRS") != "0";
   for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
     fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
@@ -214,7 +236,15 @@ void pg2_pairs_impl(const Arena& a, const Noise& noise, const double* X, std::in
     auto pass = [&](std::int64_t t, const auto& view, double mult) {
       double* st = sum.data() + static_cast<std::size_t>(t) * width;
       double* ct = comp.data() + static_cast<std::size_t>(t) * width;
-      for (std::int32_t v = 0; v < lanes.vectors; ++v) {
+      std::int32_t v = 0;
+      for (; paired_vectors && v + 1 < lanes.vectors; v += 2) {
+        const LaneView two[2] = {lanes.view(v), lanes.view(v + 1)};
+        const std::uint64_t* const s2[2] = {sets.data() + v * kLanes, sets.data() + (v + 1) * kLanes};
+        double* const sum2[2] = {st + v * kLanes, st + (v + 1) * kLanes};
+        double* const comp2[2] = {ct + v * kLanes, ct + (v + 1) * kLanes};
+        set_pass_pair(sweep.passes, view, two, s2, mult, sum2, comp2);
+      }
+      for (; v < lanes.vectors; ++v) {
         set_pass(sweep.passes, view, lanes.view(v), sets.data() + v * kLanes, mult, st + v * kLanes, ct + v * kLanes);
       }
     };
@@ -289,6 +319,9 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
   std::vector<std::int64_t> enters;
   const std::int64_t block = block_rows(a, boxes, 2 * n_steps, n_rows);
   sweep.plan_sweeps((n_rows + block - 1) / block, block_vectors(block, n_rows));
+  // Two vectors of rows per walk of a tree pair's leaf pairs where the level's passes have it
+  // (PairPasses::curve_pair); PGEXACT_CURVE_PAIRS=0 takes them one at a time (the same bits).
+  const bool paired_vectors = sweep.passes.curve_pair != nullptr && env_switch("PGEXACT_CURVE_PAIRS") != "0";
   for (std::int64_t r0 = 0; r0 < n_rows && !sweep.stopped(); r0 += block) {
     const std::int64_t rows = std::min(block, n_rows - r0);
     fill_block(a, noise, boxes, X, r0, rows, threads, lanes);
@@ -347,9 +380,20 @@ void pg2_curve_pairs_impl(const Arena& a, const Noise& noise, const double* X, s
         curve_row_pass(sweep.passes, view, lanes.view(0), CurveSets{sets.data()}, n_steps, mult, st, ct);
         return;
       }
-      for (std::int32_t v = 0; v < lanes.vectors; ++v) {
-        const CurveSets c{sets.data() + v * per_vector, enters.data() + v * 64 * kLanes};
-        curve_pass(sweep.passes, view, lanes.view(v), c, n_steps, mult, st + v * per_vector, ct + v * per_vector);
+      auto sets_of = [&](std::int32_t v) {
+        return CurveSets{sets.data() + v * per_vector, enters.data() + v * 64 * kLanes};
+      };
+      std::int32_t v = 0;
+      for (; paired_vectors && v + 1 < lanes.vectors; v += 2) {
+        const LaneView two[2] = {lanes.view(v), lanes.view(v + 1)};
+        const CurveSets c[2] = {sets_of(v), sets_of(v + 1)};
+        double* const s2[2] = {st + v * per_vector, st + (v + 1) * per_vector};
+        double* const c2[2] = {ct + v * per_vector, ct + (v + 1) * per_vector};
+        curve_pass_pair(sweep.passes, view, two, c, n_steps, mult, s2, c2);
+      }
+      for (; v < lanes.vectors; ++v) {
+        curve_pass(sweep.passes, view, lanes.view(v), sets_of(v), n_steps, mult, st + v * per_vector,
+                   ct + v * per_vector);
       }
     };
     sweep.run(pass, r0 + block < n_rows, &live, 1, pass);

@@ -1,6 +1,7 @@
 // One build of the leaf-pair passes (pair_passes.hpp); CMake compiles this file once per
 // x86-64 level with PGEXACT_ISA naming the namespace. Everything here lives in that namespace,
 // helpers included, so the builds never share (and never swap) inline code.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -72,19 +73,39 @@ struct Entries {
   }
   // Mass of entry e of pair p: a leaf's precomputed slot, or the intersection from the tables.
   __attribute__((always_inline)) vd mass_of(const LaneView& lanes, const LeafPair& p, std::int32_t e) const {
+    vd m;
+    masses_of<1>(&lanes, p, e, &m);
+    return m;
+  }
+  // mass_of for V vectors of rows at once (the same operations per vector): the entry's place
+  // is found once for all of them.
+  template <int V>
+  __attribute__((always_inline)) void masses_of(const LaneView* lanes, const LeafPair& p, std::int32_t e,
+                                                vd* out) const {
     if (e < p.n_slots) {
       const std::uint8_t b = slot[e];
       const std::int32_t leaf = (b & kSlotOfV) != 0 ? p.v : p.u;
-      if (lanes.masses == nullptr) {  // the leaf's own interval, from the tables
-        const std::size_t at = static_cast<std::size_t>(leaf) * static_cast<std::size_t>(lanes.n_features) + feature[e];
-        return mass(lanes, lanes.leaf_lo[at], lanes.leaf_hi[at]);
+      if (lanes[0].masses == nullptr) {  // the leaf's own interval, from the tables
+        const std::size_t at =
+            static_cast<std::size_t>(leaf) * static_cast<std::size_t>(lanes[0].n_features) + feature[e];
+#pragma GCC unroll 2
+        for (int x = 0; x < V; ++x) out[x] = mass(lanes[x], lanes[x].leaf_lo[at], lanes[x].leaf_hi[at]);
+        return;
       }
-      const std::int32_t at = slot_first[leaf] + (b & ~kSlotOfV);
-      return load_d(lanes.masses + static_cast<std::size_t>(at) * kLanes);
+      const std::size_t at = static_cast<std::size_t>(slot_first[leaf] + (b & ~kSlotOfV)) * kLanes;
+#pragma GCC unroll 2
+      for (int x = 0; x < V; ++x) out[x] = load_d(lanes[x].masses + at);
+      return;
     }
     const std::int32_t* c = cut + 2 * (e - p.n_slots);
-    if (c[0] < 0) return category_mass(lanes, p, feature[e], category + 2 * static_cast<std::size_t>(-1 - c[0]));
-    return mass(lanes, c[0], c[1]);
+    if (c[0] < 0) {
+      const double* both = category + 2 * static_cast<std::size_t>(-1 - c[0]);
+#pragma GCC unroll 2
+      for (int x = 0; x < V; ++x) out[x] = category_mass(lanes[x], p, feature[e], both);
+      return;
+    }
+#pragma GCC unroll 2
+    for (int x = 0; x < V; ++x) out[x] = mass(lanes[x], c[0], c[1]);
   }
   // Lane 0 of mass_of, with scalar loads: the same operations on the same operands.
   double mass_of_lane0(const LaneView& lanes, const LeafPair& p, std::int32_t e) const {
@@ -156,34 +177,69 @@ __attribute__((always_inline)) inline vd times_if(vd P, vu member, vd D) {
   return select(member != zero_u, P * D, P);
 }
 
-// PG2 of one set per lane.
-void eval_set(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_, double mult,
-              double* sum, double* comp) {
-  vu member[64];
-  const int top = membership(S_, member);
+// PG2 of one set per lane, for V vectors of rows at once (as eval_curves). Inlined into its
+// wrappers: called, the V = 1 build ran 3-13 % slower than the function it replaced.
+template <int V>
+__attribute__((always_inline)) inline void eval_sets(const PairView& pl, const LaneView* lanes,
+                                                     const std::uint64_t* const* S_, double mult, double* const* sum,
+                                                     double* const* comp) {
+  int top = 0;
+  for (int x = 0; x < V; ++x) top = std::max(top, top_feature(S_[x]));
+  vu member[V][64];
+  for (int x = 0; x < V; ++x) fill_membership(load_u(S_[x]), top, member[x]);
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   const vd zero = {};
-  vd run = zero;  // plain sum over the pairs of one leaf u
+  vd run[V];  // plain sums over the pairs of one leaf u
+  for (int x = 0; x < V; ++x) run[x] = zero;
   for_each_run(
-      pl, [&](std::int32_t u) { return some_lane_below(lanes, u, 1); },
+      pl,
+      [&](std::int32_t u) {
+        bool live = false;
+        for (int x = 0; x < V; ++x) live = live || some_lane_below(lanes[x], u, 1);
+        return live;
+      },
       [&](const LeafPair& p, const Entries& at) {
-        const vb code = pair_code(lanes, p);
-        if (min_lane(code) > 0) return;
-        const vi alive = widen<std::int64_t>(code) == 0;
-        vd P = one;
+        vi alive[V];
+        bool dead = true;
+        for (int x = 0; x < V; ++x) {
+          const vb code = pair_code(lanes[x], p);
+          dead = dead && min_lane(code) > 0;
+          alive[x] = widen<std::int64_t>(code) == 0;
+        }
+        if (dead) return;
+        vd P[V];
+        for (int x = 0; x < V; ++x) P[x] = one;
         for (std::int32_t e = 0; e < p.count; ++e) {
           const std::int32_t j = at.feature[e];
-          if (j >= top || !any((vi)member[j])) continue;  // a factor of 1.0 in every lane
-          P = times_if(P, member[j], at.mass_of(lanes, p, e));
+          if (j >= top) continue;  // a factor of 1.0 in every lane
+          // (One test of the vectors' masks ORed: a test per vector made the V = 1 build 13 %
+          // slower.)
+          vu in_some = member[0][j];
+          for (int x = 1; x < V; ++x) in_some |= member[x][j];
+          if (!any((vi)in_some)) continue;
+          vd De[V];
+          at.masses_of<V>(lanes, p, e, De);
+#pragma GCC unroll 2
+          for (int x = 0; x < V; ++x) P[x] = times_if(P[x], member[x][j], De[x]);
         }
-        const vd w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
-                     load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
-        run += select(alive, (w * P) * mult, zero);
+#pragma GCC unroll 2
+        for (int x = 0; x < V; ++x) {
+          const vd w = load_d(lanes[x].weight + static_cast<std::size_t>(p.u) * kLanes) *
+                       load_d(lanes[x].weight + static_cast<std::size_t>(p.v) * kLanes);
+          run[x] += select(alive[x], (w * P[x]) * mult, zero);
+        }
       },
       [&] {
-        add_compensated(sum, comp, run);
-        run = zero;
+        for (int x = 0; x < V; ++x) {
+          add_compensated(sum[x], comp[x], run[x]);
+          run[x] = zero;
+        }
       });
+}
+
+void eval_set(const PairView& pl, const LaneView& lanes, const std::uint64_t* S_, double mult,
+              double* sum, double* comp) {
+  eval_sets<1>(pl, &lanes, &S_, mult, &sum, &comp);
 }
 
 // Prefix chains evaluated side by side: enough to hide the multiply latency, few enough that
@@ -203,37 +259,57 @@ __attribute__((always_inline)) inline void add_chains(const vd* P, std::int64_t 
   }
 }
 
-// PG2 of every prefix of each lane's ranking (see CurveSets).
-void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, std::int64_t n_steps, double mult,
-                double* sum, double* comp) {
+// PG2 of every prefix of each lane's ranking (see CurveSets), for V vectors of rows at once:
+// each pair's entries are read and placed once for all V (the pass walks a tree pair's list
+// once per V vectors instead of once per vector). Every lane gets the operations it gets with
+// V = 1 in the same order: a pair or run live in another vector only adds exact zeros here,
+// and chains that start below this vector's first live prefix compute the same products.
+// Inlined into its wrappers, as eval_sets.
+template <int V>
+__attribute__((always_inline)) inline void eval_curves(const PairView& pl, const LaneView* lanes, const CurveSets* c,
+                                                       std::int64_t n_steps, double mult, double* const* sum,
+                                                       double* const* comp) {
   // Per feature below `top` (sets grow along the prefixes, so the last prefix's highest feature
   // bounds them all), the first prefix whose set holds it, per lane: the feature is a factor of
   // prefix k's product exactly where enters <= k.
-  const int top = top_feature(c.sets + (n_steps - 1) * kLanes);
-  vi enters[64];
-  for (int j = 0; j < top; ++j) {
-    vi first = {kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive};
-    if (c.enters != nullptr) {
-      first = (vi)load_u(reinterpret_cast<const std::uint64_t*>(c.enters + j * kLanes));
-    } else {
-      for (std::int64_t k = n_steps - 1; k >= 0; --k) {
-        first = select(holds(load_u(c.sets + k * kLanes), j), vi{} + k, first);
+  int top = 0;
+  for (int x = 0; x < V; ++x) top = std::max(top, top_feature(c[x].sets + (n_steps - 1) * kLanes));
+  vi enters[V][64];
+  for (int x = 0; x < V; ++x) {
+    for (int j = 0; j < top; ++j) {
+      vi first = {kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive, kNeverAlive};
+      if (c[x].enters != nullptr) {
+        first = (vi)load_u(reinterpret_cast<const std::uint64_t*>(c[x].enters + j * kLanes));
+      } else {
+        for (std::int64_t k = n_steps - 1; k >= 0; --k) {
+          first = select(holds(load_u(c[x].sets + k * kLanes), j), vi{} + k, first);
+        }
       }
+      enters[x][j] = first;
     }
-    enters[j] = first;
   }
-  vd D[64];
-  vd run[64];
+  vd D[V][64];
+  vd run[V][64];
   const vd one = {1, 1, 1, 1, 1, 1, 1, 1};
   const vd zero = {};
-  for (std::int64_t k = 0; k < n_steps; ++k) run[k] = zero;
+  for (int x = 0; x < V; ++x) {
+    for (std::int64_t k = 0; k < n_steps; ++k) run[x][k] = zero;
+  }
   for_each_run(
-      pl, [&](std::int32_t u) { return some_lane_below(lanes, u, n_steps); },
+      pl,
+      [&](std::int32_t u) {
+        bool live = false;
+        for (int x = 0; x < V; ++x) live = live || some_lane_below(lanes[x], u, n_steps);
+        return live;
+      },
       [&](const LeafPair& p, const Entries& at) {
         // A lane is alive from the later of the two leaves' first live prefixes; the pair is
         // skipped when no lane is alive at any prefix.
-        const vb from_b = pair_code(lanes, p);
-        const std::int64_t k0 = min_lane(from_b);
+        vb from_b[V];
+        for (int x = 0; x < V; ++x) from_b[x] = pair_code(lanes[x], p);
+        vb earliest = from_b[0];
+        for (int x = 1; x < V; ++x) earliest = earliest < from_b[x] ? earliest : from_b[x];
+        const std::int64_t k0 = min_lane(earliest);
         if (k0 >= n_steps) return;
         // The products of the live prefixes, kChains at a time in registers: each prefix
         // multiplies in the pair's fixed order, and the chains are independent, so the CPU
@@ -242,48 +318,68 @@ void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, s
         // first group computes the masses as it goes; later groups (long rankings) reuse them.
         std::int32_t n = 0;  // entries that are a factor at some prefix: their masses and features
         std::uint8_t factor_feature[64];
-        vi from;  // per lane, the pair's first live prefix
-        vd w;     // the pair's weight
+        vi from[V];  // per lane, the pair's first live prefix
+        vd w[V];     // the pair's weight
         {
-          vd P[kChains];
+          vd P[V][kChains];
 #pragma GCC unroll 8
-          for (int i = 0; i < kChains; ++i) P[i] = one;
+          for (int x = 0; x < V; ++x) {
+#pragma GCC unroll 8
+            for (int i = 0; i < kChains; ++i) P[x][i] = one;
+          }
           for (std::int32_t e = 0; e < p.count; ++e) {
             const std::int32_t j = at.feature[e];
             if (j >= top) continue;  // in no lane's set at any prefix: a factor of 1.0
-            const vd De = at.mass_of(lanes, p, e);
-            const vi f = enters[j];
-            D[n] = De;
-            factor_feature[n++] = static_cast<std::uint8_t>(j);
+            vd De[V];
+            at.masses_of<V>(lanes, p, e, De);
+#pragma GCC unroll 2
+            for (int x = 0; x < V; ++x) {
+              const vi f = enters[x][j];
+              D[x][n] = De[x];
 #pragma GCC unroll 8
-            for (int i = 0; i < kChains; ++i) P[i] = select(f <= (k0 + i), P[i] * De, P[i]);
+              for (int i = 0; i < kChains; ++i) P[x][i] = select(f <= (k0 + i), P[x][i] * De[x], P[x][i]);
+            }
+            factor_feature[n++] = static_cast<std::uint8_t>(j);
           }
           // Read after the entries' loop, not before it: held across it, they took four of the
           // AVX2 build's sixteen registers and GCC kept chains on the stack instead.
-          from = widen<std::int64_t>(from_b);
-          w = load_d(lanes.weight + static_cast<std::size_t>(p.u) * kLanes) *
-              load_d(lanes.weight + static_cast<std::size_t>(p.v) * kLanes);
-          add_chains(P, k0, n_steps, from, w, mult, run);
+#pragma GCC unroll 2
+          for (int x = 0; x < V; ++x) {
+            from[x] = widen<std::int64_t>(from_b[x]);
+            w[x] = load_d(lanes[x].weight + static_cast<std::size_t>(p.u) * kLanes) *
+                   load_d(lanes[x].weight + static_cast<std::size_t>(p.v) * kLanes);
+            add_chains(P[x], k0, n_steps, from[x], w[x], mult, run[x]);
+          }
         }
         for (std::int64_t k = k0 + kChains; k < n_steps; k += kChains) {
-          vd P[kChains];
+#pragma GCC unroll 2
+          for (int x = 0; x < V; ++x) {
+            vd P[kChains];
 #pragma GCC unroll 8
-          for (int i = 0; i < kChains; ++i) P[i] = one;
-          for (std::int32_t e = 0; e < n; ++e) {
-            const vi f = enters[factor_feature[e]];
-            const vd De = D[e];
+            for (int i = 0; i < kChains; ++i) P[i] = one;
+            for (std::int32_t e = 0; e < n; ++e) {
+              const vi f = enters[x][factor_feature[e]];
+              const vd De = D[x][e];
 #pragma GCC unroll 8
-            for (int i = 0; i < kChains; ++i) P[i] = select(f <= (k + i), P[i] * De, P[i]);
+              for (int i = 0; i < kChains; ++i) P[i] = select(f <= (k + i), P[i] * De, P[i]);
+            }
+            add_chains(P, k, n_steps, from[x], w[x], mult, run[x]);
           }
-          add_chains(P, k, n_steps, from, w, mult, run);
         }
       },
       [&] {
-        for (std::int64_t k = 0; k < n_steps; ++k) {
-          add_compensated(sum + k * kLanes, comp + k * kLanes, run[k]);
-          run[k] = zero;
+        for (int x = 0; x < V; ++x) {
+          for (std::int64_t k = 0; k < n_steps; ++k) {
+            add_compensated(sum[x] + k * kLanes, comp[x] + k * kLanes, run[x][k]);
+            run[x][k] = zero;
+          }
         }
       });
+}
+
+void eval_curve(const PairView& pl, const LaneView& lanes, const CurveSets& c, std::int64_t n_steps, double mult,
+                double* sum, double* comp) {
+  eval_curves<1>(pl, &lanes, &c, n_steps, mult, &sum, &comp);
 }
 
 // PG2 of every prefix of the ranking of lane 0 alone, the prefixes in the lanes (PairPasses).
@@ -480,12 +576,34 @@ void eval_tail(const PairView& pl, const LaneView& lanes, const TailSets& c, std
   }
 }
 
+#if defined(__AVX512F__)
+// Two vectors at once where they fit in registers: AVX-512's 32 hold both vectors' chains (64
+// rows of XGBRegressor() on housing, 1 thread: curve 1.03 -> 0.88 s, sets 1.2x); with AVX2's
+// 16 (a vector of eight lanes takes two) they spilled, curve 1.67 -> 1.90 s, and four vectors
+// at once on AVX-512 1.60 s. Elsewhere the drivers take one vector at a time
+// (PairPasses::curve_pair and set_pair null). A greedy step's pass two vectors at a time gained
+// nothing (its per-feature corrections, loaded and stored per entry, are what it waits on).
+void eval_curve_pair(const PairView& pl, const LaneView* lanes, const CurveSets* c, std::int64_t n_steps,
+                     double mult, double* const* sum, double* const* comp) {
+  eval_curves<2>(pl, lanes, c, n_steps, mult, sum, comp);
+}
+constexpr decltype(PairPasses::curve_pair) kCurvePair = &eval_curve_pair;
+void eval_set_pair(const PairView& pl, const LaneView* lanes, const std::uint64_t* const* sets, double mult,
+                   double* const* sum, double* const* comp) {
+  eval_sets<2>(pl, lanes, sets, mult, sum, comp);
+}
+constexpr decltype(PairPasses::set_pair) kSetPair = &eval_set_pair;
+#else
+constexpr decltype(PairPasses::set_pair) kSetPair = nullptr;
+constexpr decltype(PairPasses::curve_pair) kCurvePair = nullptr;
+#endif
+
 }  // namespace
 
 PairPasses passes() {
-  return PairPasses{&eval_set,       &eval_curve,         &eval_greedy,           &eval_curve_row,     &eval_tail,
-                    &eval_projected, &eval_projected_row, &eval_projected_greedy, &eval_projected_tail,
-                    &curve_leaf_bounds, &greedy_leaf_bounds};
+  return PairPasses{&eval_set,       kSetPair,           &eval_curve,         kCurvePair,             &eval_greedy,
+                    &eval_curve_row, &eval_tail,          &eval_projected,        &eval_projected_row,
+                    &eval_projected_greedy, &eval_projected_tail, &curve_leaf_bounds, &greedy_leaf_bounds};
 }
 
 }  // namespace pgexact::PGEXACT_ISA

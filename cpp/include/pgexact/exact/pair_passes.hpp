@@ -276,8 +276,16 @@ struct GreedyLeafBounds {
 // the model.
 struct PairPasses {
   void (*set)(const PairView&, const LaneView&, const std::uint64_t* sets, double mult, double* sum, double* comp);
+  // `set` for two vectors of rows at once, as curve_pair (null where curve_pair is).
+  void (*set_pair)(const PairView&, const LaneView* lanes, const std::uint64_t* const* sets, double mult,
+                   double* const* sum, double* const* comp);
   void (*curve)(const PairView&, const LaneView&, const CurveSets&, std::int64_t n_steps, double mult, double* sum,
                 double* comp);
+  // `curve` for two vectors of rows at once (lanes[2], c[2], sum[2], comp[2]), the same bits
+  // as two calls: a tree pair's list is walked once for both. Null at the levels where two
+  // vectors' work does not fit the registers (pair_passes.cpp).
+  void (*curve_pair)(const PairView&, const LaneView* lanes, const CurveSets* c, std::int64_t n_steps, double mult,
+                     double* const* sum, double* const* comp);
   void (*greedy)(const PairView&, const LaneView&, const std::uint64_t* sets, double mult, double* sum, double* comp,
                  double* corr);
   // `curve` for a block of one row (lane 0; the other lanes are padding): the prefixes go in
