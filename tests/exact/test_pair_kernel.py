@@ -171,10 +171,12 @@ def test_two_vectors_per_walk_give_the_same_bits(xgb_model, monkeypatch, table_m
     """With AVX-512 a curve and a set walk each tree pair's leaf pairs once for two vectors of
     rows (PairPasses::curve_pair, set_pair): the same bits as one vector at a time
     (PGEXACT_CURVE_PAIRS=0), for per-row rankings and masks (the two vectors' rows need
-    different pairs), one ranking or mask for all, a short ranking, NaN, a feature the noise
-    leaves alone, blocks of three vectors (a pair of vectors, then one alone) and of six, slot
-    masses kept or read from the tables. Where the CPU has no AVX-512 both take one vector at a
-    time (the levels are compared in test_every_simd_build_gives_the_same_bits)."""
+    different pairs), two vectors whose rows perturb different features, one ranking or mask
+    for all, a short ranking, NaN, a feature the noise leaves alone, blocks of three vectors (a
+    pair of vectors, then one alone) and of six, slot masses kept or read from the tables. Where
+    the CPU has no AVX-512 both take one vector at a time (the levels are compared in
+    test_every_simd_build_gives_the_same_bits). Mutants that skip a pair, a leaf or a feature
+    live in the second vector alone fail it."""
     ens, X = xgb_model
     d = ens.n_features
     monkeypatch.setenv("PGEXACT_TABLE_MASSES", table_masses)
