@@ -158,6 +158,16 @@ __attribute__((always_inline)) inline bool some_lane_below(const LaneView& lanes
 }
 
 
+// Whether leaf u's code is below `bound` in some lane of one of V vectors (their runs: a
+// pass over V vectors steps over a run only where it is dead in all of them).
+template <int V>
+__attribute__((always_inline)) inline bool some_vector_below(const LaneView* lanes, std::int32_t u,
+                                                             std::int64_t bound) {
+  bool below = false;
+  for (int x = 0; x < V; ++x) below = below || some_lane_below(lanes[x], u, bound);
+  return below;
+}
+
 // Lane masks of features 0 .. top - 1: all ones in the lanes whose set (S, a set per lane)
 // holds the feature.
 __attribute__((always_inline)) inline void fill_membership(vu S, int top, vu* member) {
@@ -192,12 +202,7 @@ __attribute__((always_inline)) inline void eval_sets(const PairView& pl, const L
   vd run[V];  // plain sums over the pairs of one leaf u
   for (int x = 0; x < V; ++x) run[x] = zero;
   for_each_run(
-      pl,
-      [&](std::int32_t u) {
-        bool live = false;
-        for (int x = 0; x < V; ++x) live = live || some_lane_below(lanes[x], u, 1);
-        return live;
-      },
+      pl, [&](std::int32_t u) { return some_vector_below<V>(lanes, u, 1); },
       [&](const LeafPair& p, const Entries& at) {
         vi alive[V];
         bool dead = true;
@@ -296,12 +301,7 @@ __attribute__((always_inline)) inline void eval_curves(const PairView& pl, const
     for (std::int64_t k = 0; k < n_steps; ++k) run[x][k] = zero;
   }
   for_each_run(
-      pl,
-      [&](std::int32_t u) {
-        bool live = false;
-        for (int x = 0; x < V; ++x) live = live || some_lane_below(lanes[x], u, n_steps);
-        return live;
-      },
+      pl, [&](std::int32_t u) { return some_vector_below<V>(lanes, u, n_steps); },
       [&](const LeafPair& p, const Entries& at) {
         // A lane is alive from the later of the two leaves' first live prefixes; the pair is
         // skipped when no lane is alive at any prefix.
